@@ -1,0 +1,63 @@
+# Tiny twin of the iLLaMA Mask R-CNN recipe for CPU smoke runs on the embedded synthetic "shapes" data
+# (COCO layout with polygon masks). Same detector, neck and optimizer family as the COCO config; data,
+# size and schedule differ. About a minute and a half on 2 CPU cores.
+_base_ = ['./mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py']
+
+classes = ('circle', 'square', 'triangle', 'cross')
+data_root = 'data/shapes/coco/'
+width = 64
+
+model = dict(
+    backbone=dict(arch=dict(_delete_=True, embed_dims=width, num_layers=4, num_heads=2), img_size=128,
+                  drop_path_rate=0.0, init_cfg=None),
+    neck=dict(in_channels=width, out_channels=width),
+    rpn_head=dict(in_channels=width, feat_channels=width, anchor_generator=dict(scales=[4])),
+    roi_head=dict(
+        bbox_roi_extractor=dict(out_channels=width),
+        bbox_head=dict(in_channels=width, fc_out_channels=128, num_classes=len(classes)),
+        mask_roi_extractor=dict(out_channels=width),
+        mask_head=dict(in_channels=width, conv_out_channels=width, num_classes=len(classes))),
+    train_cfg=dict(rpn=dict(sampler=dict(num=64)), rcnn=dict(sampler=dict(num=64))),
+    test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+]
+train_dataloader = dict(
+    batch_size=4,
+    num_workers=2,
+    dataset=dict(
+        _delete_=True,
+        type='CocoDataset',
+        data_root=data_root,
+        metainfo=dict(classes=classes),
+        ann_file='annotations/instances_train2017.json',
+        data_prefix=dict(img='train2017/'),
+        filter_cfg=dict(filter_empty_gt=True, min_size=8),
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=4,
+    num_workers=2,
+    dataset=dict(data_root=data_root, metainfo=dict(classes=classes), pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(ann_file=data_root + 'annotations/instances_val2017.json')
+test_evaluator = val_evaluator
+
+max_epochs = 12
+train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
+optim_wrapper = dict(optimizer=dict(lr=1e-3, weight_decay=0.05))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
+    dict(type='MultiStepLR', begin=0, end=max_epochs, by_epoch=True, milestones=[10], gamma=0.1),
+]
+auto_scale_lr = dict(base_batch_size=4)
+default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+randomness = dict(seed=0)

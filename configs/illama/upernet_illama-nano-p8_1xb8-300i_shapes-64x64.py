@@ -1,0 +1,60 @@
+# Tiny twin of the iLLaMA UperNet recipe for CPU smoke runs on the embedded synthetic "shapes" data
+# (ADE20K layout, 0 = "other" -> ignored by reduce_zero_label). Same model type, neck, heads and optimizer
+# family as the ADE20K configs; data, size and schedule differ. About a minute on 2 CPU cores.
+_base_ = ['./upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512.py']
+
+classes = ('background', 'circle', 'square', 'triangle', 'cross')
+crop_size = (64, 64)
+data_root = 'data/shapes/ade20k'
+width = 64
+
+model = dict(
+    data_preprocessor=dict(size=crop_size),
+    backbone=dict(
+        arch=dict(_delete_=True, embed_dims=width, num_layers=4, num_heads=2),
+        img_size=crop_size,
+        patch_size=8,
+        out_indices=(0, 1, 2, 3),
+        init_cfg=None),
+    neck=dict(in_channels=[width] * 4, out_channels=width),
+    decode_head=dict(in_channels=[width] * 4, channels=width, pool_scales=(1, 2, 4),
+                     num_classes=len(classes)),
+    auxiliary_head=dict(in_channels=width, channels=width // 2, num_classes=len(classes)),
+    test_cfg=dict(_delete_=True, mode='whole'))
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackSegInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='PackSegInputs'),
+]
+dataset = dict(type='ADE20KDataset', data_root=data_root, metainfo=dict(classes=classes))
+train_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    dataset=dict(dataset, data_prefix=dict(img_path='images/training', seg_map_path='annotations/training'),
+                 pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    dataset=dict(dataset, data_prefix=dict(img_path='images/validation',
+                                           seg_map_path='annotations/validation'),
+                 pipeline=test_pipeline))
+test_dataloader = val_dataloader
+
+max_iters = 300
+optim_wrapper = dict(optimizer=dict(lr=1e-3, weight_decay=0.01))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
+    dict(type='PolyLR', eta_min=0.0, power=1.0, begin=20, end=max_iters, by_epoch=False),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=20, log_metric_by_epoch=False),
+    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))
+randomness = dict(seed=0)

@@ -1,0 +1,76 @@
+"""Soft-mask schedule of iLLaMA (paper Sec. 3.3, "soft mask"; released ``mask_scheduler.py``)."""
+from typing import Optional
+
+from mmengine.hooks import Hook
+from mmengine.model import is_model_wrapper
+from mmengine.runner import Runner
+
+from mmcausal.registry import HOOKS
+
+SCHEDULES = ('linear', 'constant')
+
+
+def soft_mask_rate_at(iteration: int, cutoff_iters: int, schedule: str, start: float) -> float:
+    """``alpha`` at a training iteration.
+
+    ``'constant'``: ``start`` for ``iteration < cutoff_iters``; ``'linear'``: ``start -> 0`` linearly over the
+    first ``cutoff_iters`` iterations, reaching exactly 0 at ``cutoff_iters - 1`` (numpy ``linspace`` of the
+    official code). Both are 0 from ``cutoff_iters`` on.
+    """
+    if iteration >= cutoff_iters:
+        return 0.
+    if schedule == 'constant' or cutoff_iters == 1:
+        return start
+    return start * (1. - iteration / (cutoff_iters - 1))
+
+
+@HOOKS.register_module()
+class SoftMaskHook(Hook):
+    """Set ``model.backbone.soft_mask_rate`` before every training iteration from ``runner.iter``.
+
+    Because the rate is a pure function of the iteration counter, a resumed run continues the schedule
+    exactly. Validation and testing run with ``alpha = 0`` (the causal model, as at inference).
+
+    Args:
+        schedule: ``'linear'`` (start -> 0) or ``'constant'`` (start, then 0).
+        cutoff: length of the soft phase, in epochs (``by_epoch=True``) or iterations.
+        by_epoch: unit of ``cutoff``; epochs are converted with ``len(runner.train_dataloader)``.
+        start: ``alpha_0`` (1 = bidirectional at the start, as in the paper).
+    """
+    priority = 'NORMAL'
+
+    def __init__(self, schedule: str = 'linear', cutoff: int = 50, by_epoch: bool = True, start: float = 1.) -> None:
+        if schedule not in SCHEDULES:
+            raise ValueError(f'Unknown soft-mask schedule {schedule!r}; choose one of {SCHEDULES}.')
+        if not 0. <= start <= 1.:
+            raise ValueError(f'start must be in [0, 1], got {start}.')
+        if cutoff < 0:
+            raise ValueError(f'cutoff must be >= 0, got {cutoff}.')
+        self.schedule = schedule
+        self.cutoff = cutoff
+        self.by_epoch = by_epoch
+        self.start = start
+
+    @staticmethod
+    def _backbone(runner: Runner):
+        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        backbone = getattr(model, 'backbone', None)
+        if backbone is None or not hasattr(backbone, 'soft_mask_rate'):
+            raise TypeError(f'SoftMaskHook needs a model whose `backbone` has a `soft_mask_rate` (e.g. ILLaMA); '
+                            f'got {type(model).__name__} with backbone {type(backbone).__name__}. '
+                            'Remove the hook from `custom_hooks` for this model.')
+        return backbone
+
+    def cutoff_iters(self, runner: Runner) -> int:
+        return self.cutoff * len(runner.train_dataloader) if self.by_epoch else self.cutoff
+
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Optional[dict] = None) -> None:
+        alpha = soft_mask_rate_at(runner.iter, self.cutoff_iters(runner), self.schedule, self.start)
+        self._backbone(runner).soft_mask_rate = alpha
+        runner.message_hub.update_scalar('train/soft_mask_rate', alpha)
+
+    def before_val_epoch(self, runner: Runner) -> None:
+        self._backbone(runner).soft_mask_rate = 0.
+
+    def before_test_epoch(self, runner: Runner) -> None:
+        self._backbone(runner).soft_mask_rate = 0.

@@ -1,0 +1,3 @@
+from .illama import ILLaMA
+
+__all__ = ['ILLaMA']

@@ -1,0 +1,226 @@
+"""iLLaMA: a LLaMA-style decoder as a vision transformer (Wang et al. 2024, "Adapting LLaMA Decoder to
+Vision Transformer").
+
+Sequence: ``[patch_1 .. patch_N, cls]`` (post-sequence class token, Sec. 3.2) + a learnable absolute
+position embedding over all ``N + 1`` tokens (cls row last), RoPE on q/k with positions ``0..N`` (cls at
+``N``), then ``depth`` pre-norm blocks of RMSNorm -> attention -> RMSNorm -> SwiGLU. The soft mask
+(Eq. 2) mixes causal and bidirectional attention with the runtime rate ``soft_mask_rate``.
+"""
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.model.weight_init import trunc_normal_
+from mmpretrain.models.backbones.base_backbone import BaseBackbone
+from torch import Tensor, nn
+
+from mmcausal.registry import MODELS
+from ..layers import (RotaryEmbedding1D, TransformerBlock, build_norm_layer, insert_cls_token, resize_pos_embed,
+                      split_cls_token, swiglu_hidden_dims)
+
+OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
+
+
+def resolve_arch(arch: Union[str, dict], arch_zoo: Dict[str, dict], required: Sequence[str]) -> dict:
+    """Look ``arch`` up in ``arch_zoo`` (by name or alias) or validate a custom dict; clear errors otherwise."""
+    if isinstance(arch, str):
+        key = arch.lower()
+        for names, setting in arch_zoo.items():
+            if key in names:
+                return dict(setting)
+        choices = sorted({name for names in arch_zoo for name in names})
+        raise ValueError(f'Unknown arch {arch!r}; choose one of {choices} or pass a dict with keys {list(required)}.')
+    missing = set(required) - set(arch)
+    if missing:
+        raise ValueError(f'Custom arch dict is missing keys {sorted(missing)} (needs {list(required)}).')
+    return dict(arch)
+
+
+def check_image_batch(x: Tensor, in_channels: int) -> None:
+    """Raise a ``ValueError`` that says what to change unless ``x`` is a ``(B, in_channels, H, W)`` batch."""
+    if x.dim() != 4 or x.shape[1] != in_channels:
+        raise ValueError(f'Expected images of shape (B, {in_channels}, H, W), got {tuple(x.shape)}. '
+                         'Check the data preprocessor (channel order / batching) or `in_channels`.')
+
+
+@MODELS.register_module()
+class ILLaMA(BaseBackbone):
+    """iLLaMA backbone.
+
+    Args:
+        arch: ``'tiny' | 'small' | 'base' | 'large'`` (or ``t/s/b/l``), or a dict with ``embed_dims``,
+            ``num_layers``, ``num_heads`` (optional ``ffn_hidden_dims``).
+        img_size: training resolution; sets the stored position-embedding grid (``img_size / 16``).
+            Any input size is accepted at run time: the image is zero-padded at the bottom/right to a
+            multiple of ``patch_size`` (mmcv ``PatchEmbed``, ``padding='corner'``), the patch grid is
+            ``ceil(H/16) x ceil(W/16)``, the position table is resized (bicubic) to it and RoPE covers the
+            actual sequence length.
+        mask_mode: ``'causal'`` (default; strict, SDPA fast path), ``'official'`` (the released weights'
+            post-softmax soft mask, paper Eq. 2) or ``'bidirectional'``. See :mod:`mmcausal.models.layers.attention`.
+        soft_mask_rate: initial ``alpha``; training schedules set it with ``SoftMaskHook``.
+        out_indices: blocks whose output is returned (negative indices allowed).
+        out_type: ``'raw'`` (B, N+1, D) all tokens in sequence order, cls last; ``'cls_token'`` (B, D);
+            ``'featmap'`` (B, D, H/16, W/16) without cls; ``'avg_featmap'`` (B, D) mean of patch tokens.
+        final_norm: apply the final RMSNorm to the last block's output.
+        drop_rate: dropout after adding the position embedding.
+        drop_path_rate: stochastic depth, linear from 0 (first block) to this value (last block).
+        frozen_stages: freeze the stem (patch/pos/cls) and the first ``frozen_stages`` blocks; -1 = none.
+        norm_cfg, qkv_bias, rope_theta, patch_size, in_channels: as named.
+    """
+    arch_zoo = {
+        ('t', 'tiny'): dict(embed_dims=192, num_layers=12, num_heads=3),
+        ('s', 'small'): dict(embed_dims=384, num_layers=12, num_heads=6),
+        ('b', 'base'): dict(embed_dims=768, num_layers=12, num_heads=12),
+        ('l', 'large'): dict(embed_dims=1024, num_layers=24, num_heads=16),
+    }
+    cls_position = 'last'
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'base',
+                 img_size: Union[int, Tuple[int, int]] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 mask_mode: str = 'causal',
+                 soft_mask_rate: float = 0.,
+                 out_indices: Union[int, Sequence[int]] = -1,
+                 out_type: str = 'cls_token',
+                 final_norm: bool = True,
+                 drop_rate: float = 0.,
+                 drop_path_rate: float = 0.,
+                 qkv_bias: bool = True,
+                 norm_cfg: Optional[dict] = None,
+                 rope_theta: float = 10000.,
+                 frozen_stages: int = -1,
+                 init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
+        if init_cfg is None:
+            init_cfg = [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)]
+        super().__init__(init_cfg=init_cfg)
+        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
+        self.embed_dims = setting['embed_dims']
+        self.num_layers = setting['num_layers']
+        ffn_hidden_dims = setting.get('ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims))
+        if out_type not in OUT_TYPES:
+            raise ValueError(f'Unknown out_type {out_type!r}; choose one of {OUT_TYPES}.')
+        self.out_type = out_type
+        self.out_indices = self._normalise_out_indices(out_indices)
+        self.final_norm = final_norm
+        self.frozen_stages = frozen_stages
+        self.in_channels = in_channels
+        norm_cfg = norm_cfg or dict(type='RMSNorm', eps=1e-6)
+
+        img_size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+        self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
+                                      kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
+                                      input_size=img_size)
+        self.patch_resolution = self.patch_embed.init_out_size
+        num_patches = self.patch_resolution[0] * self.patch_resolution[1]
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
+        self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, self.embed_dims))
+        self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
+        self.pos_drop = nn.Dropout(drop_rate)
+        self.rope = RotaryEmbedding1D(self.embed_dims // setting['num_heads'], theta=rope_theta)
+
+        drop_path_rates = [drop_path_rate * i / max(self.num_layers - 1, 1) for i in range(self.num_layers)]
+        self.layers = nn.ModuleList(
+            TransformerBlock(self.embed_dims, setting['num_heads'], ffn_hidden_dims, mask_mode=mask_mode,
+                             qkv_bias=qkv_bias, proj_bias=True, ffn_bias=False, norm_cfg=norm_cfg,
+                             drop_path_rate=rate) for rate in drop_path_rates)
+        self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
+        self.soft_mask_rate = soft_mask_rate
+        self._freeze_stages()
+
+    def _normalise_out_indices(self, out_indices: Union[int, Sequence[int]]) -> List[int]:
+        indices = [out_indices] if isinstance(out_indices, int) else list(out_indices)
+        normalised = [i + self.num_layers if i < 0 else i for i in indices]
+        bad = [i for i, n in zip(indices, normalised) if not 0 <= n < self.num_layers]
+        if bad:
+            raise ValueError(f'out_indices {bad} out of range for {self.num_layers} blocks.')
+        return normalised
+
+    @property
+    def soft_mask_rate(self) -> float:
+        """Soft-mask rate ``alpha`` of every block (paper Eq. 2): 0 = causal, 1 = bidirectional."""
+        return self.layers[0].attn.soft_mask_rate
+
+    @soft_mask_rate.setter
+    def soft_mask_rate(self, alpha: float) -> None:
+        if not 0. <= alpha <= 1.:
+            raise ValueError(f'soft_mask_rate must be in [0, 1], got {alpha}.')
+        for layer in self.layers:
+            layer.attn.soft_mask_rate = float(alpha)
+
+    def init_weights(self) -> None:
+        super().init_weights()
+        if not (isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'):
+            trunc_normal_(self.pos_embed, std=.02)
+            trunc_normal_(self.cls_token, std=.02)
+
+    def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Load-time hook: resize a checkpoint's square position table (e.g. 224 px) to this model's grid."""
+        key = prefix + 'pos_embed'
+        if key not in state_dict or state_dict[key].shape == self.pos_embed.shape:
+            return
+        side = int((state_dict[key].shape[1] - 1) ** 0.5)
+        if side * side + 1 != state_dict[key].shape[1]:
+            raise ValueError(f'Cannot resize {key} of shape {tuple(state_dict[key].shape)}: '
+                             'expected a square patch grid plus one class-token row.')
+        state_dict[key] = resize_pos_embed(state_dict[key], (side, side), self.patch_resolution,
+                                           cls_position=self.cls_position)
+
+    def _freeze_stages(self) -> None:
+        if self.frozen_stages < 0:
+            return
+        frozen = [self.patch_embed, *self.layers[:self.frozen_stages]]
+        if self.frozen_stages >= self.num_layers:
+            frozen.append(self.norm)
+        self.pos_embed.requires_grad = False
+        self.cls_token.requires_grad = False
+        for module in frozen:
+            module.eval()
+            for param in module.parameters():
+                param.requires_grad = False
+
+    def train(self, mode: bool = True) -> 'ILLaMA':
+        super().train(mode)
+        self._freeze_stages()
+        return self
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
+        check_image_batch(x, self.in_channels)
+        patches, grid = self.patch_embed(x)
+        tokens = insert_cls_token(patches, self.cls_token, self.cls_position)
+        pos_embed = resize_pos_embed(self.pos_embed, self.patch_resolution, grid, cls_position=self.cls_position)
+        tokens = self.pos_drop(tokens + pos_embed)
+        rope_angles = self.rope(torch.arange(tokens.shape[1], device=x.device))
+
+        outs = []
+        for i, layer in enumerate(self.layers):
+            tokens = layer(tokens, rope_angles)
+            if i == self.num_layers - 1:
+                tokens = self.norm(tokens)
+            if i in self.out_indices:
+                outs.append(self._format_output(tokens, grid))
+        return tuple(outs)
+
+    def _format_output(self, tokens: Tensor, grid: Tuple[int, int]) -> Tensor:
+        if self.out_type == 'raw':
+            return tokens
+        patches, cls = split_cls_token(tokens, self.cls_position)
+        if self.out_type == 'cls_token':
+            return cls
+        if self.out_type == 'avg_featmap':
+            return patches.mean(dim=1)
+        return patches.transpose(1, 2).reshape(tokens.shape[0], self.embed_dims, *grid)
+
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
+        """Layer id of a parameter for layer-wise lr decay: stem 0, block ``i`` -> ``i + 1``, rest ``L + 1``."""
+        num_layers = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_layers - 1, num_layers
+        name = param_name[len(prefix):]
+        if name.startswith(('cls_token', 'pos_embed', 'patch_embed')):
+            return 0, num_layers
+        if name.startswith('layers.'):
+            return int(name.split('.')[1]) + 1, num_layers
+        return num_layers - 1, num_layers

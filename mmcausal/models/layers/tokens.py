@@ -1,0 +1,37 @@
+"""Where the class token sits in the sequence, and the helpers that respect it.
+
+iLLaMA (and De-focus) put the class token *after* the patches ("post-sequence [cls]") so that, under a
+causal mask, it is the only token that sees the whole image; ViT/CaiT put it first.
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+CLS_POSITIONS = ('first', 'last')
+
+
+def check_cls_position(position: str) -> str:
+    """Return ``position`` or raise a ``ValueError`` listing the valid ones."""
+    if position not in CLS_POSITIONS:
+        raise ValueError(f'Unknown cls_position {position!r}; choose one of {CLS_POSITIONS}.')
+    return position
+
+
+def insert_cls_token(patches: Tensor, cls_token: Tensor, position: str) -> Tensor:
+    """``patches`` ``(B, N, D)`` + ``cls_token`` ``(1, 1, D)`` -> ``(B, N + 1, D)`` with cls first or last."""
+    cls_tokens = cls_token.expand(patches.shape[0], -1, -1)
+    pieces = (cls_tokens, patches) if position == 'first' else (patches, cls_tokens)
+    return torch.cat(pieces, dim=1)
+
+
+def split_cls_token(tokens: Tensor, position: Optional[str]) -> Tuple[Tensor, Optional[Tensor]]:
+    """Inverse of :func:`insert_cls_token`: ``(B, N + 1, D) -> (patches (B, N, D), cls (B, D))``.
+
+    ``position=None`` means the sequence has no class token (cls is returned as ``None``).
+    """
+    if position is None:
+        return tokens, None
+    if position == 'first':
+        return tokens[:, 1:], tokens[:, 0]
+    return tokens[:, :-1], tokens[:, -1]

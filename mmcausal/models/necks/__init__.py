@@ -1,0 +1,3 @@
+from .simple_feature_pyramid import SimpleFeaturePyramid
+
+__all__ = ['SimpleFeaturePyramid']

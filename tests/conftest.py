@@ -1,0 +1,18 @@
+"""Test-suite set-up: make ``tests/reference`` importable (pytest runs in importlib mode, see pyproject)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope='session')
+def shapes_root(tmp_path_factory) -> Path:
+    """The three embedded datasets (ImageNet/ADE20K/COCO layouts), generated once per test session."""
+    from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
+    root = tmp_path_factory.mktemp('shapes')
+    make_imagenet_like(str(root / 'imagenet'))
+    make_ade20k_like(str(root / 'ade20k'))
+    make_coco_like(str(root / 'coco'))
+    return root

@@ -1,0 +1,128 @@
+"""Shared layers: RoPE, attention mask modes, position-embedding resizing, SwiGLU width."""
+import pytest
+import torch
+
+from mmcausal.models.layers import (RotaryEmbedding1D, SelfAttention, apply_rotary, explicit_attention,
+                                    masked_attention, resize_pos_embed, soft_causal_weights, swiglu_hidden_dims)
+
+torch.manual_seed(0)
+
+
+def _qkv(batch=2, heads=3, tokens=11, dim=16):
+    return [torch.randn(batch, heads, tokens, dim, dtype=torch.float64) for _ in range(3)]
+
+
+def test_rope_scores_depend_only_on_relative_position():
+    rope = RotaryEmbedding1D(head_dim=16)
+    q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+
+    def score(t: int, s: int) -> float:
+        qt = apply_rotary(q, rope(torch.tensor([t])))
+        ks = apply_rotary(k, rope(torch.tensor([s])))
+        return float((qt * ks).sum())
+
+    assert score(5, 2) == pytest.approx(score(13, 10), abs=1e-4)
+    assert score(0, 7) == pytest.approx(score(20, 27), abs=1e-4)
+    assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-3)
+
+
+def test_rope_matches_complex_rotation_formula():
+    """Interleaved pairs (x0 + i x1) times exp(i t w_k), w_k = 10000^(-2k/d)."""
+    rope = RotaryEmbedding1D(head_dim=8)
+    x = torch.randn(2, 1, 5, 8)
+    positions = torch.arange(5)
+    expected_freqs = 10000. ** (-torch.arange(0, 8, 2).double() / 8)
+    rotated = torch.view_as_complex(x.double().reshape(2, 1, 5, 4, 2)) * torch.polar(
+        torch.ones(5, 4, dtype=torch.float64), positions[:, None].double() * expected_freqs)
+    expected = torch.view_as_real(rotated).flatten(-2)
+    torch.testing.assert_close(apply_rotary(x, rope(positions)).double(), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_rope_accepts_per_sample_positions():
+    rope = RotaryEmbedding1D(head_dim=8)
+    x = torch.randn(2, 3, 4, 8)
+    positions = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]])
+    out = apply_rotary(x, rope(positions))
+    torch.testing.assert_close(out[1], apply_rotary(x[1:], rope(positions[1]))[0])
+
+
+@pytest.mark.parametrize('alpha', [0., 0.3])
+def test_causal_mode_output_ignores_future_tokens(alpha):
+    attn = SelfAttention(32, 4, mask_mode='causal').double()
+    attn.soft_mask_rate = 0.
+    rope = RotaryEmbedding1D(8)(torch.arange(9))
+    x = torch.randn(2, 9, 32, dtype=torch.float64)
+    x_changed = x.clone()
+    x_changed[:, 6:] = torch.randn(2, 3, 32, dtype=torch.float64)
+    out, out_changed = attn(x, rope), attn(x_changed, rope)
+    torch.testing.assert_close(out[:, :6], out_changed[:, :6])
+    assert not torch.allclose(out[:, 6:], out_changed[:, 6:])
+    if alpha:  # the soft warm start deliberately lets the future in
+        attn.soft_mask_rate = alpha
+        assert not torch.allclose(attn(x, rope)[:, :6], attn(x_changed, rope)[:, :6])
+
+
+def test_official_mode_is_not_strictly_causal_at_alpha_zero():
+    """The released formula leaks the future through the softmax normaliser (documented quirk)."""
+    attn = SelfAttention(32, 4, mask_mode='official').double()
+    x = torch.randn(1, 9, 32, dtype=torch.float64)
+    x_changed = x.clone()
+    x_changed[:, -1] += 3.
+    assert not torch.allclose(attn(x)[:, :8], attn(x_changed)[:, :8])
+
+
+@pytest.mark.parametrize('alpha', [0., 0.25, 0.9])
+def test_official_mode_equals_post_softmax_formula(alpha):
+    q, k, v = _qkv()
+    tokens, dim = q.shape[-2], q.shape[-1]
+    probs = torch.softmax(q @ k.transpose(-2, -1) / dim ** 0.5, dim=-1)
+    mask = alpha * torch.ones(tokens, tokens) + (1 - alpha) * torch.ones(tokens, tokens).tril()
+    expected = (probs * mask.double()) @ v
+    torch.testing.assert_close(masked_attention(q, k, v, 'official', alpha), expected)
+
+
+@pytest.mark.parametrize('mode', ['official', 'causal'])
+def test_alpha_one_equals_bidirectional(mode):
+    q, k, v = _qkv()
+    torch.testing.assert_close(masked_attention(q, k, v, mode, 1.0), masked_attention(q, k, v, 'bidirectional'))
+    torch.testing.assert_close(masked_attention(q, k, v, 'bidirectional'), explicit_attention(q, k, v))
+
+
+@pytest.mark.parametrize('alpha', [0., 0.4])
+def test_sdpa_causal_paths_equal_explicit_reference(alpha):
+    q, k, v = _qkv()
+    tokens = q.shape[-2]
+    reference = explicit_attention(q, k, v,
+                                   logit_bias=soft_causal_weights(tokens, alpha, q.device, q.dtype).log())
+    torch.testing.assert_close(masked_attention(q, k, v, 'causal', alpha), reference)
+
+
+def test_soft_causal_rows_are_renormalised():
+    """In 'causal' mode alpha scales future keys before normalisation: alpha = 1 gives uniform attention
+    over equal keys, alpha = 0.5 gives the future half weight."""
+    tokens = 4
+    q = torch.zeros(1, 1, tokens, 2, dtype=torch.float64)
+    k = torch.zeros_like(q)
+    v = torch.eye(tokens, dtype=torch.float64)[None, None]
+    weights = masked_attention(q, k, v, 'causal', 0.5)[0, 0]
+    torch.testing.assert_close(weights.sum(-1), torch.ones(tokens, dtype=torch.float64))
+    assert weights[0, 0] == pytest.approx(2 * weights[0, 1])
+
+
+def test_unknown_mask_mode_is_a_clear_error():
+    with pytest.raises(ValueError, match='choose one of'):
+        SelfAttention(32, 4, mask_mode='causal_soft')
+
+
+def test_resize_pos_embed_keeps_cls_row_last_and_handles_non_square():
+    table = torch.randn(1, 4 * 4 + 1, 8)
+    resized = resize_pos_embed(table, (4, 4), (3, 6), cls_position='last')
+    assert resized.shape == (1, 3 * 6 + 1, 8)
+    torch.testing.assert_close(resized[:, -1], table[:, -1])
+    same = resize_pos_embed(table, (4, 4), (4, 4), cls_position='last')
+    torch.testing.assert_close(same, table)
+
+
+@pytest.mark.parametrize('dims,hidden', [(192, 512), (384, 1024), (768, 2048), (1024, 2816)])
+def test_swiglu_width_rule(dims, hidden):
+    assert swiglu_hidden_dims(dims) == hidden

@@ -1,0 +1,54 @@
+"""Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(subprocess.check_output([sys.executable, '-c', 'import mmdet, os; print(os.path.dirname(os.path.dirname(mmdet.__file__)))'], text=True).strip())
+CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
+SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
+DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+
+
+def _data_options(shapes_root: Path, kind: str) -> list:
+    root = shapes_root / kind
+    options = [f'{split}_dataloader.dataset.data_root={root}' for split in ('train', 'val', 'test')]
+    if kind == 'coco':
+        options += [f'{split}_evaluator.ann_file={root}/annotations/instances_val2017.json'
+                    for split in ('val', 'test')]
+    return options
+
+
+def _run(args: list, timeout: int = 600) -> subprocess.CompletedProcess:
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def test_two_process_torchrun_on_cpu_with_gloo(shapes_root, tmp_path):
+    result = _run([
+        sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node=2', '--master_port=29517',
+        'tools/train.py', CLS, '--launcher', 'pytorch', '--work-dir', str(tmp_path), '--cfg-options',
+        'train_cfg.max_epochs=2', 'train_cfg.val_interval=2', *_data_options(shapes_root, 'imagenet')
+    ])
+    log = result.stdout + result.stderr
+    assert 'Distributed training: True' in log
+    assert 'gloo' in log.lower()
+    assert (tmp_path / 'epoch_2.pth').exists()
+    assert 'accuracy/top1' in log
+
+
+@pytest.mark.parametrize('library,config,options', [
+    ('mmpretrain', CLS, ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+    ('mmseg', SEG, ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
+    ('mmdet', DET, ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+])
+def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):
+    kind = {'mmpretrain': 'imagenet', 'mmseg': 'ade20k', 'mmdet': 'coco'}[library]
+    tool = SITE / library / '.mim' / 'tools' / 'train.py'
+    _run([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options,
+          *_data_options(shapes_root, kind)])

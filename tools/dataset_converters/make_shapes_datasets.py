@@ -1,0 +1,67 @@
+"""Generate the synthetic shapes datasets (ImageNet-, ADE20K- and COCO-like) used by configs and tests.
+
+Usage, from the repository root::
+
+    python tools/dataset_converters/make_shapes_datasets.py --out data/shapes [--seed 0] \
+        [--which imagenet ade20k coco]
+
+writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of
+:mod:`mmcausal.datasets.shapes`. Datasets already generated with the same parameters are left as they are.
+
+The generator module is loaded from its file with :mod:`importlib` instead of ``import mmcausal...``:
+importing the package runs ``mmcausal/__init__.py``, which imports torch and the OpenMMLab libraries.
+Loading the file alone needs only numpy and Pillow, so this script also works in a minimal environment
+and from any working directory.
+"""
+import argparse
+import importlib.util
+import os.path as osp
+import sys
+from types import ModuleType
+from typing import List, Optional
+
+SHAPES_FILE = osp.join(osp.dirname(osp.abspath(__file__)), '..', '..', 'mmcausal', 'datasets', 'shapes.py')
+DATASETS = ('imagenet', 'ade20k', 'coco')
+
+
+def load_shapes_module() -> ModuleType:
+    """Load ``mmcausal/datasets/shapes.py`` by path, without running ``mmcausal/__init__.py``."""
+    spec = importlib.util.spec_from_file_location('mmcausal_shapes_standalone', osp.normpath(SHAPES_FILE))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--out', default='data/shapes', help='output folder (default: data/shapes)')
+    parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
+    parser.add_argument('--which', nargs='+', choices=DATASETS, default=list(DATASETS),
+                        help='datasets to generate (default: all)')
+    return parser.parse_args(argv)
+
+
+def describe(name: str, summary: dict) -> str:
+    """Return the one-line summary printed for a generated dataset."""
+    splits = ', '.join(f'{split} {n}' for split, n in summary['num_images'].items())
+    line = f'{name}: {summary["root"]} | images: {splits}'
+    if 'num_instances' in summary:
+        instances = ', '.join(f'{split} {n}' for split, n in summary['num_instances'].items())
+        line += f' | instances: {instances}'
+    return f'{line} | classes: {", ".join(summary["classes"])}'
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Generate the requested datasets under ``--out`` and print one line per dataset."""
+    args = parse_args(argv)
+    shapes = load_shapes_module()
+    makers = dict(imagenet=shapes.make_imagenet_like, ade20k=shapes.make_ade20k_like,
+                  coco=shapes.make_coco_like)
+    for name in args.which:
+        summary = makers[name](osp.join(args.out, name), seed=args.seed)
+        print(describe(name, summary))
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
