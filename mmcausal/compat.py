@@ -260,7 +260,7 @@ def patch_package_lookup() -> None:
 
 def apply_all() -> None:
     """Apply every shim (idempotent)."""
-    pass
+    patch_checkpoint_loading()
     patch_runner_save_checkpoint()
     patch_init_dist_for_cpu()
     patch_ddp_for_cpu()

@@ -1,4 +1,4 @@
-"""Tests for mmcausal.compat (shims for the pinned OpenMMLab stack) and mmcausal.utils.checkpoint_trust."""
+"""Tests for mmcausal.compat (shims for the pinned stack) and mmcausal.utils.checkpoint_trust."""
 import argparse
 import os
 import os.path as osp

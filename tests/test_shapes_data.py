@@ -284,7 +284,8 @@ def load_seg_sample(dataset, index: int) -> dict:
     from mmseg.datasets.transforms import LoadAnnotations
 
     results = LoadImageFromFile()(dataset.get_data_info(index))
-    return LoadAnnotations(reduce_zero_label=True)(results)
+    assert results['reduce_zero_label'] is True  # LoadAnnotations takes it from the dataset
+    return LoadAnnotations()(results)
 
 
 def test_mmseg_ade20k_loads(ade20k_root):

@@ -10,6 +10,7 @@ import os.path as osp
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.utils import CheckpointFormatError, UntrustedCheckpointError
 from mmengine.config import Config, DictAction
 from mmengine.evaluator import DumpResults
 from mmengine.registry import RUNNERS
@@ -61,7 +62,10 @@ def main() -> None:
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
     if args.out is not None:
         runner.test_evaluator.metrics.append(DumpResults(out_file_path=args.out))
-    runner.test()
+    try:
+        runner.test()
+    except (UntrustedCheckpointError, CheckpointFormatError) as error:
+        raise SystemExit(f'{type(error).__name__}: {error}')
 
 
 if __name__ == '__main__':

@@ -10,6 +10,7 @@ import os.path as osp
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.utils import CheckpointFormatError, UntrustedCheckpointError
 from mmengine.config import Config, DictAction
 from mmengine.device import get_device
 from mmengine.registry import RUNNERS
@@ -65,7 +66,7 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
     if args.auto_scale_lr:
-        if 'base_batch_size' not in cfg.get('auto_scale_lr', {}):
+        if 'base_batch_size' not in (cfg.get('auto_scale_lr') or {}):
             raise SystemExit('--auto-scale-lr needs auto_scale_lr = dict(base_batch_size=...) in '
                              'the config.')
         cfg.auto_scale_lr.enable = True
@@ -82,7 +83,10 @@ def main() -> None:
     args = parse_args()
     cfg = merge_args(Config.fromfile(args.config), args)
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
-    runner.train()
+    try:
+        runner.train()
+    except (UntrustedCheckpointError, CheckpointFormatError) as error:
+        raise SystemExit(f'{type(error).__name__}: {error}')
 
 
 if __name__ == '__main__':

@@ -4,7 +4,7 @@
 # schedule differ. Trains in about a minute on 2 CPU cores.
 _base_ = './illama-tiny-p16_32xb128_in1k.py'
 
-shape_classes = ('circle', 'square', 'triangle', 'cross')
+shape_classes = ('circle', 'cross', 'square', 'triangle')
 data_root = 'data/shapes/imagenet'
 
 model = dict(

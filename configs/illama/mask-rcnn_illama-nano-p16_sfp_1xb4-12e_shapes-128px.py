@@ -3,7 +3,7 @@
 # size and schedule differ. About a minute and a half on 2 CPU cores.
 _base_ = ['./mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py']
 
-classes = ('circle', 'square', 'triangle', 'cross')
+classes = ('circle', 'cross', 'square', 'triangle')
 data_root = 'data/shapes/coco/'
 width = 64
 

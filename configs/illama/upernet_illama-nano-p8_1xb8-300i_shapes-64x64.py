@@ -3,7 +3,7 @@
 # family as the ADE20K configs; data, size and schedule differ. About a minute on 2 CPU cores.
 _base_ = ['./upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512.py']
 
-classes = ('background', 'circle', 'square', 'triangle', 'cross')
+classes = ('background', 'circle', 'cross', 'square', 'triangle')
 crop_size = (64, 64)
 data_root = 'data/shapes/ade20k'
 width = 64
@@ -33,7 +33,9 @@ test_pipeline = [
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='PackSegInputs'),
 ]
-dataset = dict(type='ADE20KDataset', data_root=data_root, metainfo=dict(classes=classes))
+# ADE20KDataset only accepts subsets of its 150 classes; BaseSegDataset reads the same layout.
+dataset = dict(type='BaseSegDataset', data_root=data_root, img_suffix='.jpg', seg_map_suffix='.png',
+               reduce_zero_label=True, metainfo=dict(classes=classes))
 train_dataloader = dict(
     batch_size=8,
     num_workers=2,
