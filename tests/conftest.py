@@ -16,3 +16,9 @@ def shapes_root(tmp_path_factory) -> Path:
     make_ade20k_like(str(root / 'ade20k'))
     make_coco_like(str(root / 'coco'))
     return root
+
+
+@pytest.fixture(autouse=True)
+def isolated_trust_store(tmp_path_factory, monkeypatch):
+    """Keep the checkpoint trust store of every test (and its subprocesses) out of the user's home."""
+    monkeypatch.setenv('MMCAUSAL_HOME', str(tmp_path_factory.getbasetemp() / 'mmcausal_home'))

@@ -9,7 +9,7 @@ from e2e_utils import load_config
 
 pytestmark = pytest.mark.e2e
 
-ITERS_PER_EPOCH = 5  # 160 training images / batch 32
+ITERS_PER_EPOCH = 13  # 400 training images / batch 32
 INTERRUPT_AT = 2 * ITERS_PER_EPOCH
 
 

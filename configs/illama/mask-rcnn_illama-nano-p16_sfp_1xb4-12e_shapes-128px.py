@@ -17,7 +17,8 @@ model = dict(
         bbox_head=dict(in_channels=width, fc_out_channels=128, num_classes=len(classes)),
         mask_roi_extractor=dict(out_channels=width),
         mask_head=dict(in_channels=width, conv_out_channels=width, num_classes=len(classes))),
-    train_cfg=dict(rpn=dict(sampler=dict(num=64)), rcnn=dict(sampler=dict(num=64))),
+    train_cfg=dict(rpn=dict(sampler=dict(num=64)), rpn_proposal=dict(nms_pre=300, max_per_img=100),
+                   rcnn=dict(sampler=dict(num=64))),
     test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
 
 train_pipeline = [
@@ -28,6 +29,7 @@ train_pipeline = [
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=(128, 128), keep_ratio=True),
     dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
     dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
 ]
@@ -53,7 +55,7 @@ test_evaluator = val_evaluator
 
 max_epochs = 12
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
-optim_wrapper = dict(optimizer=dict(lr=1e-3, weight_decay=0.05))
+optim_wrapper = dict(optimizer=dict(lr=2e-3, weight_decay=0.05))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
     dict(type='MultiStepLR', begin=0, end=max_epochs, by_epoch=True, milestones=[10], gamma=0.1),

@@ -50,7 +50,7 @@ val_dataloader = dict(
 test_dataloader = val_dataloader
 
 max_iters = 300
-optim_wrapper = dict(optimizer=dict(lr=1e-3, weight_decay=0.01))
+optim_wrapper = dict(optimizer=dict(lr=2e-3, weight_decay=0.01))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
     dict(type='PolyLR', eta_min=0.0, power=1.0, begin=20, end=max_iters, by_epoch=False),
