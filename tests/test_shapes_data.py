@@ -238,7 +238,7 @@ def test_cli_writes_datasets_without_importing_torch(tmp_path):
                             cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     lines = result.stdout.splitlines()
     assert [line.split(':')[0] for line in lines] == ['ade20k', 'coco']
-    assert 'train 64, val 16' in lines[0]
+    assert 'train 128, val 16' in lines[0]
     assert sorted(os.listdir(out)) == ['ade20k', 'coco']
     assert load_json(str(out / 'coco' / 'shapes_meta.json'))['complete']
 
