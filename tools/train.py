@@ -10,7 +10,8 @@ import os.path as osp
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils import CheckpointFormatError, UntrustedCheckpointError
+from mmcausal.utils import (CheckpointFormatError, DatasetNotFoundError, UntrustedCheckpointError,
+                            check_dataset_paths)
 from mmengine.config import Config, DictAction
 from mmengine.device import get_device
 from mmengine.registry import RUNNERS
@@ -82,6 +83,10 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
 def main() -> None:
     args = parse_args()
     cfg = merge_args(Config.fromfile(args.config), args)
+    try:
+        check_dataset_paths(cfg, ('train_dataloader', 'val_dataloader'))
+    except DatasetNotFoundError as error:
+        raise SystemExit(str(error))
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
     try:
         runner.train()
