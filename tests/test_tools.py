@@ -1,4 +1,5 @@
 """Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,18 +24,18 @@ def _data_options(shapes_root: Path, kind: str) -> list:
     return options
 
 
-def _run(args: list, timeout: int = 600) -> subprocess.CompletedProcess:
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+def _run(args: list, timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, **env})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
 
 
 def test_two_process_torchrun_on_cpu_with_gloo(shapes_root, tmp_path):
     result = _run([
-        sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node=2', '--master_port=29517',
-        'tools/train.py', CLS, '--launcher', 'pytorch', '--work-dir', str(tmp_path), '--cfg-options',
+        'bash', 'tools/dist_train.sh', CLS, '2', '--work-dir', str(tmp_path), '--cfg-options',
         'train_cfg.max_epochs=2', 'train_cfg.val_interval=2', *_data_options(shapes_root, 'imagenet')
-    ])
+    ], PYTHON=sys.executable, PORT='29517')
     log = result.stdout + result.stderr
     assert 'Distributed training: True' in log
     assert 'gloo' in log.lower()

@@ -5,17 +5,13 @@
     bash tools/dist_train.sh CONFIG GPUS [args]      # distributed; on CPU-only hosts it uses gloo
 """
 import argparse
-import os
 import os.path as osp
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils import (CheckpointFormatError, DatasetNotFoundError, UntrustedCheckpointError,
-                            check_dataset_paths)
-from mmengine.config import Config, DictAction
+from mmcausal.utils.cli import add_common_arguments, check_common_arguments, load_config, run
+from mmengine.config import Config
 from mmengine.device import get_device
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
 RESUME_LATEST = 'auto'
 
@@ -23,8 +19,6 @@ RESUME_LATEST = 'auto'
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Train a model')
     parser.add_argument('config', help='train config file path')
-    parser.add_argument('--work-dir', help='directory for logs and checkpoints '
-                        '(default: the config\'s work_dir, else work_dirs/<config name>)')
     parser.add_argument('--resume', nargs='?', const=RESUME_LATEST, metavar='CKPT',
                         help='resume from CKPT, or without a value from the latest checkpoint in '
                         'the work directory')
@@ -33,17 +27,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--auto-scale-lr', action='store_true',
                         help='scale the learning rate by the actual total batch size relative to '
                         'the config\'s auto_scale_lr.base_batch_size')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, key=value pairs such as '
-                        'train_cfg.max_epochs=2 or \'model.backbone.out_indices=[1,2]\'')
-    parser.add_argument('--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none',
-                        help='job launcher')
-    # torch.distributed.launch passes --local-rank (torch >= 2.0) or --local_rank.
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    add_common_arguments(parser)
     args = parser.parse_args(argv)
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    if not osp.isfile(args.config):
-        parser.error(f'config file not found: {args.config}')
+    check_common_arguments(parser, args)
     if args.resume not in (None, RESUME_LATEST) and '://' not in args.resume \
             and not osp.isfile(args.resume):
         parser.error(f'checkpoint to resume from not found: {args.resume}')
@@ -53,16 +39,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
-    """Apply the command-line options to ``cfg``."""
-    cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
-    # work_dir priority: CLI > config > config file name
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir') is None:
-        cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
+def apply_train_options(cfg: Config, args: argparse.Namespace) -> Config:
+    """Apply ``--amp``, ``--auto-scale-lr`` and ``--resume`` to ``cfg``."""
     if args.amp:
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
@@ -82,16 +60,8 @@ def merge_args(cfg: Config, args: argparse.Namespace) -> Config:
 
 def main() -> None:
     args = parse_args()
-    cfg = merge_args(Config.fromfile(args.config), args)
-    try:
-        check_dataset_paths(cfg, ('train_dataloader', 'val_dataloader'))
-    except DatasetNotFoundError as error:
-        raise SystemExit(str(error))
-    runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
-    try:
-        runner.train()
-    except (UntrustedCheckpointError, CheckpointFormatError) as error:
-        raise SystemExit(f'{type(error).__name__}: {error}')
+    cfg = apply_train_options(load_config(args), args)
+    run(cfg, ('train_dataloader', 'val_dataloader'), lambda runner: runner.train())
 
 
 if __name__ == '__main__':
