@@ -1,4 +1,5 @@
 """Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = Path(subprocess.check_output([sys.executable, '-c', 'import mmdet, os; print(os.path.dirname(os.path.dirname(mmdet.__file__)))'], text=True).strip())
+SITE = Path(importlib.util.find_spec('mmdet').origin).parents[1]  # site-packages
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'

@@ -4,8 +4,8 @@
 # First run on a fresh machine: ~15 min, dominated by compiling mmcv 2.1.0 (no wheels exist for this
 # torch). The compiled wheel is cached in $MMCAUSAL_CACHE (default ~/.cache/mmcausal) and uv keeps every
 # other package in its cache, so a second set-up on the same machine, even from a fresh clone, takes
-# well under 2 minutes. A stamp of the requirement files makes
-# a run with nothing to change return in seconds.
+# well under 2 minutes. A stamp of the requirement files makes a run with nothing to change return in
+# seconds.
 #
 # Why each step is the way it is: README.md, "Compatibility notes".
 set -euo pipefail
@@ -50,7 +50,9 @@ export PIP_CONSTRAINT="$REQ/constraints.txt"
 # minutes (torch alone is 5.5 GB). It is pointed at the same package sources pip is configured with.
 log "uv (installer)"
 "${PIP[@]}" install -q "uv==$UV_VERSION"
-UV=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -c "$REQ/constraints.txt" --index-strategy unsafe-best-match)
+# unsafe-best-match: like pip, pick the best version across all indexes (uv's default stops at the first).
+UV=("$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -c "$REQ/constraints.txt"
+    --index-strategy unsafe-best-match)
 for url in $("${PIP[@]}" config get global.extra-index-url 2>/dev/null || true); do
   UV+=(--extra-index-url "$url")
 done
@@ -62,7 +64,8 @@ log "build tooling and torch"
 "${UV[@]}" -r "$REQ/build.txt" -r "$REQ/torch.txt"
 
 TORCH_VERSION="$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')"
-WHEEL_DIR="$CACHE/wheels/mmcv-$MMCV_VERSION-torch$TORCH_VERSION-$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+PY_TAG="$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+WHEEL_DIR="$CACHE/wheels/mmcv-$MMCV_VERSION-torch$TORCH_VERSION-$PY_TAG"
 if ! ls "$WHEEL_DIR"/mmcv-*.whl >/dev/null 2>&1; then
   log "compiling mmcv $MMCV_VERSION with CPU ops against torch $TORCH_VERSION (about 11-17 min on 2 cores)"
   BUILD="$(mktemp -d)"

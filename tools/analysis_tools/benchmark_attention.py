@@ -1,0 +1,72 @@
+"""Time (and on CUDA, peak memory of) the attention mask modes at several sequence lengths.
+
+    python tools/analysis_tools/benchmark_attention.py [--device cpu|cuda] [--dtype float32|bfloat16]
+        [--tokens 197 1025 4097] [--batch 2] [--heads 12] [--head-dim 64] [--repeats 5]
+
+Each row is one forward + backward of :func:`mmcausal.models.layers.masked_attention` on random
+``(B, heads, N, head_dim)`` q/k/v. ``causal`` at alpha = 0 and ``bidirectional`` use SDPA's fused kernels;
+``causal`` with 0 < alpha < 1 uses SDPA with an (N, N) float bias; ``official`` at alpha < 1 is the
+explicit path (B * heads * N^2 scores).
+"""
+import argparse
+import time
+from typing import Dict, List, Tuple
+
+import torch
+
+from mmcausal.models.layers import masked_attention
+
+CASES: List[Tuple[str, float]] = [('bidirectional', 0.), ('causal', 0.), ('causal', 0.5), ('official', 0.),
+                                  ('official', 0.5)]
+
+
+def measure(mode: str, alpha: float, shape: Tuple[int, ...], device: str, dtype: torch.dtype,
+            repeats: int) -> Dict[str, float]:
+    q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+
+    def step() -> None:
+        masked_attention(q, k, v, mode, alpha).sum().backward()
+
+    step()  # warm-up
+    if device == 'cuda':
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    if device == 'cuda':
+        torch.cuda.synchronize()
+    result = dict(ms=(time.perf_counter() - start) / repeats * 1e3)
+    if device == 'cuda':
+        result['peak_mib'] = torch.cuda.max_memory_allocated() / 2**20
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    parser.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16', 'float16'])
+    parser.add_argument('--tokens', type=int, nargs='+', default=[197, 1025, 4097])
+    parser.add_argument('--batch', type=int, default=2)
+    parser.add_argument('--heads', type=int, default=12)
+    parser.add_argument('--head-dim', type=int, default=64)
+    parser.add_argument('--repeats', type=int, default=5)
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    print(f'device={args.device} dtype={args.dtype} batch={args.batch} heads={args.heads} '
+          f'head_dim={args.head_dim} (forward + backward)')
+    header = f'{"tokens":>7} {"mode":>14} {"alpha":>5} {"ms":>10}'
+    print(header + (f' {"peak MiB":>10}' if args.device == 'cuda' else ''))
+    for tokens in args.tokens:
+        shape = (args.batch, args.heads, tokens, args.head_dim)
+        for mode, alpha in CASES:
+            row = measure(mode, alpha, shape, args.device, dtype, args.repeats)
+            line = f'{tokens:>7} {mode:>14} {alpha:>5.2f} {row["ms"]:>10.1f}'
+            if 'peak_mib' in row:
+                line += f' {row["peak_mib"]:>10.1f}'
+            print(line, flush=True)
+
+
+if __name__ == '__main__':
+    main()
