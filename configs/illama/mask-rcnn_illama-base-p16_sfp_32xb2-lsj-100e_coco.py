@@ -36,6 +36,7 @@ optim_wrapper = dict(
     paramwise_cfg=dict(
         norm_decay_mult=0.,
         bias_decay_mult=0.,
+        flat_decay_mult=0.,  # also catches RMSNorm weights, which norm_decay_mult does not know
         custom_keys={
             'pos_embed': dict(decay_mult=0.),
             'cls_token': dict(decay_mult=0.),

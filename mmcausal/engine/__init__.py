@@ -1,4 +1,5 @@
-"""Training-time components: hooks (and, later, optimizer constructors)."""
+"""Training-time components: hooks and optimizer-wrapper constructors."""
 from .hooks import SoftMaskHook, soft_mask_rate_at
+from .optimizers import LayerDecayOptimWrapperConstructor
 
-__all__ = ['SoftMaskHook', 'soft_mask_rate_at']
+__all__ = ['SoftMaskHook', 'soft_mask_rate_at', 'LayerDecayOptimWrapperConstructor']
