@@ -1,6 +1,7 @@
 """Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,12 @@ def _data_options(shapes_root: Path, kind: str) -> list:
     return options
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
 def _run(args: list, timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
     result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                             env={**os.environ, **env})
@@ -36,7 +43,7 @@ def test_two_process_torchrun_on_cpu_with_gloo(shapes_root, tmp_path):
     result = _run([
         'bash', 'tools/dist_train.sh', CLS, '2', '--work-dir', str(tmp_path), '--cfg-options',
         'train_cfg.max_epochs=2', 'train_cfg.val_interval=2', *_data_options(shapes_root, 'imagenet')
-    ], PYTHON=sys.executable, PORT='29517')
+    ], PYTHON=sys.executable, PORT=str(_free_port()))
     log = result.stdout + result.stderr
     assert 'Distributed training: True' in log
     assert 'gloo' in log.lower()
