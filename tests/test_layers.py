@@ -126,3 +126,13 @@ def test_resize_pos_embed_keeps_cls_row_last_and_handles_non_square():
 @pytest.mark.parametrize('dims,hidden', [(192, 512), (384, 1024), (768, 2048), (1024, 2816)])
 def test_swiglu_width_rule(dims, hidden):
     assert swiglu_hidden_dims(dims) == hidden
+
+
+def test_cached_soft_mask_built_in_inference_mode_still_trains():
+    attn = SelfAttention(32, 4, mask_mode='official')
+    attn.soft_mask_rate = 0.3
+    x = torch.randn(1, 7, 32)
+    with torch.inference_mode():
+        attn(x)
+    attn(x).sum().backward()  # reuses the cached (7, 0.3) table
+    assert attn.qkv.weight.grad is not None

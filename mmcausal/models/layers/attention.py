@@ -20,6 +20,7 @@ Mask modes (``alpha`` = soft-mask rate, a runtime attribute driven by :class:`~m
     causal. The released iLLaMA weights were trained with it; it needs the full row normaliser, so for
     ``alpha < 1`` it runs the explicit O(B*heads*N^2) path.
 """
+import functools
 from typing import Optional
 
 import torch
@@ -38,17 +39,25 @@ def check_mask_mode(mask_mode: str) -> str:
     return mask_mode
 
 
+@functools.lru_cache(maxsize=4)
 def soft_causal_weights(num_tokens: int, alpha: float, device: torch.device,
                         dtype: torch.dtype = torch.float32) -> Tensor:
-    """iLLaMA soft mask ``S = alpha * 1 + (1 - alpha) * tril`` (paper Eq. 2), shape ``(N, N)``."""
-    tril = torch.ones(num_tokens, num_tokens, device=device, dtype=dtype).tril()
-    return alpha + (1. - alpha) * tril
+    """iLLaMA soft mask ``S = alpha * 1 + (1 - alpha) * tril`` (paper Eq. 2), shape ``(N, N)``.
+
+    Cached: every block of a forward pass asks for the same ``(N, alpha)``; treat the result as read-only.
+    Built outside inference mode so a table first made under ``torch.inference_mode`` still serves training.
+    """
+    with torch.inference_mode(False):
+        tril = torch.ones(num_tokens, num_tokens, device=device, dtype=dtype).tril()
+        return alpha + (1. - alpha) * tril
 
 
+@functools.lru_cache(maxsize=4)
 def soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.device,
                            dtype: torch.dtype = torch.float32) -> Tensor:
     """Additive bias ``log S``: 0 on and below the diagonal, ``log(alpha)`` above it, shape ``(N, N)``."""
-    return soft_causal_weights(num_tokens, alpha, device, dtype).log()
+    with torch.inference_mode(False):
+        return soft_causal_weights(num_tokens, alpha, device, dtype).log()
 
 
 def explicit_attention(q: Tensor, k: Tensor, v: Tensor, *, logit_bias: Optional[Tensor] = None,
