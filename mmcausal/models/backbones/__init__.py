@@ -1,3 +1,4 @@
 from .illama import ILLaMA
+from .vision_llama import VisionLLaMA
 
-__all__ = ['ILLaMA']
+__all__ = ['ILLaMA', 'VisionLLaMA']

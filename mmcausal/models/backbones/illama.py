@@ -6,45 +6,20 @@ position embedding over all ``N + 1`` tokens (cls row last), RoPE on q/k with po
 ``N``), then ``depth`` pre-norm blocks of RMSNorm -> attention -> RMSNorm -> SwiGLU. The soft mask
 (Eq. 2) mixes causal and bidirectional attention with the runtime rate ``soft_mask_rate``.
 """
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmcv.cnn.bricks.transformer import PatchEmbed
 from mmengine.model.weight_init import trunc_normal_
-from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from ..layers import (RotaryEmbedding1D, TransformerBlock, build_norm_layer, insert_cls_token, resize_pos_embed,
-                      split_cls_token, swiglu_hidden_dims)
-
-OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
-
-
-def resolve_arch(arch: Union[str, dict], arch_zoo: Dict[str, dict], required: Sequence[str]) -> dict:
-    """Look ``arch`` up in ``arch_zoo`` (by name or alias) or validate a custom dict; clear errors otherwise."""
-    if isinstance(arch, str):
-        key = arch.lower()
-        for names, setting in arch_zoo.items():
-            if key in names:
-                return dict(setting)
-        choices = sorted({name for names in arch_zoo for name in names})
-        raise ValueError(f'Unknown arch {arch!r}; choose one of {choices} or pass a dict with keys {list(required)}.')
-    missing = set(required) - set(arch)
-    if missing:
-        raise ValueError(f'Custom arch dict is missing keys {sorted(missing)} (needs {list(required)}).')
-    return dict(arch)
-
-
-def check_image_batch(x: Tensor, in_channels: int) -> None:
-    """Raise a ``ValueError`` that says what to change unless ``x`` is a ``(B, in_channels, H, W)`` batch."""
-    if x.dim() != 4 or x.shape[1] != in_channels:
-        raise ValueError(f'Expected images of shape (B, {in_channels}, H, W), got {tuple(x.shape)}. '
-                         'Check the data preprocessor (channel order / batching) or `in_channels`.')
-
+                      swiglu_hidden_dims)
+from .base import PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
 
 @MODELS.register_module()
-class ILLaMA(BaseBackbone):
+class ILLaMA(PlainBackbone):
     """iLLaMA backbone.
 
     Args:
@@ -99,12 +74,7 @@ class ILLaMA(BaseBackbone):
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
         ffn_hidden_dims = setting.get('ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims))
-        if out_type not in OUT_TYPES:
-            raise ValueError(f'Unknown out_type {out_type!r}; choose one of {OUT_TYPES}.')
-        self.out_type = out_type
-        self.out_indices = self._normalise_out_indices(out_indices)
-        self.final_norm = final_norm
-        self.frozen_stages = frozen_stages
+        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
         self.in_channels = in_channels
         norm_cfg = norm_cfg or dict(type='RMSNorm', eps=1e-6)
 
@@ -120,22 +90,15 @@ class ILLaMA(BaseBackbone):
         self.pos_drop = nn.Dropout(drop_rate)
         self.rope = RotaryEmbedding1D(self.embed_dims // setting['num_heads'], theta=rope_theta)
 
-        drop_path_rates = [drop_path_rate * i / max(self.num_layers - 1, 1) for i in range(self.num_layers)]
+        drop_path_rates = linear_drop_path_rates(drop_path_rate, self.num_layers)
         self.layers = nn.ModuleList(
             TransformerBlock(self.embed_dims, setting['num_heads'], ffn_hidden_dims, mask_mode=mask_mode,
                              qkv_bias=qkv_bias, proj_bias=True, ffn_bias=False, norm_cfg=norm_cfg,
                              drop_path_rate=rate) for rate in drop_path_rates)
         self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
+        self.pool_norm = nn.Identity()
         self.soft_mask_rate = soft_mask_rate
         self._freeze_stages()
-
-    def _normalise_out_indices(self, out_indices: Union[int, Sequence[int]]) -> List[int]:
-        indices = [out_indices] if isinstance(out_indices, int) else list(out_indices)
-        normalised = [i + self.num_layers if i < 0 else i for i in indices]
-        bad = [i for i, n in zip(indices, normalised) if not 0 <= n < self.num_layers]
-        if bad:
-            raise ValueError(f'out_indices {bad} out of range for {self.num_layers} blocks.')
-        return normalised
 
     @property
     def soft_mask_rate(self) -> float:
@@ -167,24 +130,6 @@ class ILLaMA(BaseBackbone):
         state_dict[key] = resize_pos_embed(state_dict[key], (side, side), self.patch_resolution,
                                            cls_position=self.cls_position)
 
-    def _freeze_stages(self) -> None:
-        if self.frozen_stages < 0:
-            return
-        frozen = [self.patch_embed, *self.layers[:self.frozen_stages]]
-        if self.frozen_stages >= self.num_layers:
-            frozen.append(self.norm)
-        self.pos_embed.requires_grad = False
-        self.cls_token.requires_grad = False
-        for module in frozen:
-            module.eval()
-            for param in module.parameters():
-                param.requires_grad = False
-
-    def train(self, mode: bool = True) -> 'ILLaMA':
-        super().train(mode)
-        self._freeze_stages()
-        return self
-
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
         check_image_batch(x, self.in_channels)
@@ -196,31 +141,5 @@ class ILLaMA(BaseBackbone):
 
         outs = []
         for i, layer in enumerate(self.layers):
-            tokens = layer(tokens, rope_angles)
-            if i == self.num_layers - 1:
-                tokens = self.norm(tokens)
-            if i in self.out_indices:
-                outs.append(self._format_output(tokens, grid))
+            tokens = self._after_layer(i, layer(tokens, rope_angles), grid, outs)
         return tuple(outs)
-
-    def _format_output(self, tokens: Tensor, grid: Tuple[int, int]) -> Tensor:
-        if self.out_type == 'raw':
-            return tokens
-        patches, cls = split_cls_token(tokens, self.cls_position)
-        if self.out_type == 'cls_token':
-            return cls
-        if self.out_type == 'avg_featmap':
-            return patches.mean(dim=1)
-        return patches.transpose(1, 2).reshape(tokens.shape[0], self.embed_dims, *grid)
-
-    def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
-        """Layer id of a parameter for layer-wise lr decay: stem 0, block ``i`` -> ``i + 1``, rest ``L + 1``."""
-        num_layers = self.num_layers + 2
-        if not param_name.startswith(prefix):
-            return num_layers - 1, num_layers
-        name = param_name[len(prefix):]
-        if name.startswith(('cls_token', 'pos_embed', 'patch_embed')):
-            return 0, num_layers
-        if name.startswith('layers.'):
-            return int(name.split('.')[1]) + 1, num_layers
-        return num_layers - 1, num_layers

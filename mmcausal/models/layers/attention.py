@@ -75,10 +75,17 @@ def explicit_attention(q: Tensor, k: Tensor, v: Tensor, *, logit_bias: Optional[
     return weights @ v
 
 
-def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: float = 0.) -> Tensor:
-    """Dispatch ``(B, heads, N, head_dim)`` q/k/v to the fastest path that implements ``mask_mode`` at ``alpha``."""
+def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: float = 0.,
+                     key_mask: Optional[Tensor] = None) -> Tensor:
+    """Dispatch ``(B, heads, N, head_dim)`` q/k/v to the fastest path that implements ``mask_mode`` at ``alpha``.
+
+    ``key_mask`` (boolean, broadcastable to ``(B, heads, N, N)``, True = attend) hides keys such as window
+    padding; it is only defined for bidirectional attention.
+    """
+    if key_mask is not None and mask_mode != 'bidirectional':
+        raise ValueError(f'A key mask (e.g. windowed attention) needs mask_mode="bidirectional", got {mask_mode!r}.')
     if mask_mode == 'bidirectional' or alpha >= 1.:
-        return F.scaled_dot_product_attention(q, k, v)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
     num_tokens = q.shape[-2]
     if mask_mode == 'causal':
         if alpha <= 0.:
@@ -117,13 +124,16 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
 
-    def forward(self, x: Tensor, rope_angles: Optional[Tensor] = None) -> Tensor:
-        """``x`` ``(B, N, D)``, ``rope_angles`` ``(N, head_dim/2)`` or ``(B, N, head_dim/2)`` -> ``(B, N, D)``."""
+    def forward(self, x: Tensor, rope_angles: Optional[Tensor] = None, key_mask: Optional[Tensor] = None) -> Tensor:
+        """``x`` ``(B, N, D)``, ``rope_angles`` ``(N, head_dim/2)`` or ``(B, N, head_dim/2)`` -> ``(B, N, D)``.
+
+        ``key_mask``: optional boolean ``(B, 1, 1, N)`` (True = attend), see :func:`masked_attention`.
+        """
         batch, num_tokens, embed_dims = x.shape
         q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if rope_angles is not None:
             q, k = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles)
-        out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate)
+        out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, key_mask)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 
     def extra_repr(self) -> str:

@@ -9,6 +9,8 @@ A rotary embedding is split in two steps so every variant shares the rotation:
 
 With angles ``t * w_i`` the score ``<R(t) q, R(s) k>`` depends on ``t - s`` only.
 """
+from typing import Optional, Tuple
+
 import torch
 from torch import Tensor, nn
 
@@ -59,3 +61,61 @@ class RotaryEmbedding1D(nn.Module):
     def forward(self, positions: Tensor) -> Tensor:
         """``positions`` ``(N,)`` or ``(B, N)`` (any numeric dtype) -> angles ``(..., N, head_dim // 2)`` fp32."""
         return positions.float().unsqueeze(-1) * self.freqs
+
+
+ROPE_MODES = ('1d', '2d', 'as2d')
+
+
+def check_rope_mode(rope_mode: str) -> str:
+    """Return ``rope_mode`` or raise a ``ValueError`` listing the valid modes."""
+    if rope_mode not in ROPE_MODES:
+        raise ValueError(f'Unknown rope_mode {rope_mode!r}; choose one of {ROPE_MODES}.')
+    return rope_mode
+
+
+def grid_positions(grid_size: Tuple[int, int], scale: Tuple[float, float] = (1., 1.),
+                   device: Optional[torch.device] = None) -> Tensor:
+    """Row-major 2D token positions ``(H * W, 2)`` as ``(y * scale_y, x * scale_x)``, fp32.
+
+    Token ``n`` of an ``H x W`` grid sits at row ``y = n // W`` and column ``x = n % W``.
+    """
+    height, width = grid_size
+    rows = torch.arange(height, device=device, dtype=torch.float32) * scale[0]
+    cols = torch.arange(width, device=device, dtype=torch.float32) * scale[1]
+    return torch.stack(torch.meshgrid(rows, cols, indexing='ij'), dim=-1).reshape(-1, 2)
+
+
+def auto_scale(grid_size: Tuple[int, int], anchor: Tuple[int, int]) -> Tuple[float, float]:
+    """AS2DRoPE position scale (VisionLLaMA Eq. 4): ``(B_h / H, B_w / W)`` per axis.
+
+    Position ``(i, j)`` becomes ``(i * B_h / H, j * B_w / W)``, so every grid spans the anchor's range
+    ``[0, B)``; at ``H x W = B_h x B_w`` the scale is 1 and AS2DRoPE is exactly 2D RoPE.
+    """
+    return anchor[0] / grid_size[0], anchor[1] / grid_size[1]
+
+
+class RotaryEmbedding2D(nn.Module):
+    """2D RoPE angle table (VisionLLaMA Sec. 3.1, channel layout of the official code).
+
+    With ``d = head_dim`` and ``w_k = theta^(-4k/d)`` for ``k < d/4``, channel pair ``2k`` (channels
+    ``4k, 4k+1``) turns by ``x * w_k`` and pair ``2k+1`` (channels ``4k+2, 4k+3``) by ``y * w_k``:
+    ``angles[n] = [x w_0, y w_0, x w_1, y w_1, ...]``. The score ``<R(y,x) q, R(y',x') k>`` then depends on
+    ``(y - y', x - x')`` only, and one table serves every head.
+
+    Args:
+        head_dim: channels per head (multiple of 4).
+        theta: frequency base (10000 in VisionLLaMA).
+    """
+
+    def __init__(self, head_dim: int, theta: float = 10000.) -> None:
+        super().__init__()
+        if head_dim % 4:
+            raise ValueError(f'2D RoPE needs head_dim divisible by 4, got {head_dim}.')
+        self.register_buffer('freqs', rope_frequencies(head_dim // 4, theta), persistent=False)
+
+    def forward(self, positions: Tensor) -> Tensor:
+        """``positions`` ``(..., N, 2)`` as ``(y, x)`` -> angles ``(..., N, head_dim // 2)`` fp32."""
+        positions = positions.float()
+        along_x = positions[..., 1:2] * self.freqs
+        along_y = positions[..., 0:1] * self.freqs
+        return torch.stack((along_x, along_y), dim=-1).flatten(-2)

@@ -1,0 +1,242 @@
+"""VisionLLaMA, plain variant (Chu et al. 2024, "VisionLLaMA: A Unified LLaMA Backbone for Vision Tasks").
+
+Sequence: ``[cls?, patch_1 .. patch_N]`` with no absolute position embedding; ``depth`` pre-norm blocks of
+LayerNorm -> attention with 2D RoPE on q/k -> LayerNorm -> SwiGLU (paper Eq. 1). Positions are the token's
+(row, column) on the patch grid, optionally auto-scaled onto an anchor grid (AS2DRoPE, Eq. 4). Optional
+ViTDet-style windowed attention with a list of global blocks.
+
+Weight layouts (``layout``; each field can also be overridden on its own):
+
+================  =========================  ============  ===========  =============  ===============
+layout            SwiGLU width (``ffn_ratio``) SwiGLU bias   LayerScale   FFN drop path  cls rotation
+================  =========================  ============  ===========  =============  ===============
+``clean``         2/3 * 4D (ViT params)      no            off          yes            none
+``official_mae``  2/3 * 16D (8192 for B)     yes           off          no             none
+``official_deit`` 2/3 * 4D                   no            1e-4         yes            ``legacy_trunc``
+================  =========================  ============  ===========  =============  ===============
+
+``official_mae`` is the layout of the released MAE weights (mmpretrain code of the official repository,
+notes §2.2): its SwiGLU is ``round_up(8/3 * 4D, 256)`` wide with biases and only the attention branch has
+drop path. ``official_deit`` is the supervised timm model (notes §2.1; no weights were released). The FFN
+is always stored fused (``ffn.w12 = [gate; up]``); converters fuse split official layouts.
+"""
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.model.weight_init import trunc_normal_
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from mmcausal.registry import MODELS
+from ..layers import (RotaryEmbedding1D, RotaryEmbedding2D, TransformerBlock, auto_scale, build_norm_layer,
+                      check_rope_mode, grid_positions, insert_cls_token, swiglu_hidden_dims)
+from .base import PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
+
+LAYOUTS = {
+    'clean': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=0., ffn_drop_path=True, cls_rope='identity'),
+    'official_mae': dict(ffn_ratio=16., ffn_bias=True, layer_scale_init_value=0., ffn_drop_path=False,
+                         cls_rope='identity'),
+    'official_deit': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=1e-4, ffn_drop_path=True,
+                          cls_rope='legacy_trunc'),
+}
+CLS_ROPE_MODES = ('identity', 'legacy_trunc', 'legacy_floor')
+
+
+def _pair(value: Union[int, Sequence[int]]) -> Tuple[int, int]:
+    return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
+
+
+@MODELS.register_module()
+class VisionLLaMA(PlainBackbone):
+    """Plain VisionLLaMA backbone.
+
+    Args:
+        arch: ``'small' | 'base' | 'large'`` (or ``s/b/l``), or a dict with ``embed_dims``, ``num_layers``,
+            ``num_heads`` (optional ``ffn_hidden_dims``).
+        img_size: training resolution; it sets the default AS2DRoPE anchor (``img_size / patch_size``).
+            Any input size runs: images are zero-padded bottom/right to a multiple of ``patch_size``.
+        layout: weight layout preset, see the module docstring. ``ffn_ratio``, ``ffn_bias``,
+            ``layer_scale_init_value``, ``ffn_drop_path`` and ``cls_rope`` override single fields.
+        with_cls_token: prepend a class token (it takes part in attention; its RoPE rotation is ``cls_rope``).
+        rope_mode: ``'as2d'`` (default; positions ``(i * B_h / H, j * B_w / W)``), ``'2d'`` (integer grid
+            positions, what the official downstream code uses) or ``'1d'`` (flat sequence index, for ablations).
+        rope_anchor: AS2DRoPE anchor grid in tokens (int or ``(h, w)``); default: the ``img_size`` grid.
+        rope_theta: RoPE frequency base.
+        cls_rope: class-token rotation: ``'identity'`` (angle 0), or the official deit quirk of rotating it
+            like flat index -1, i.e. column ``W - 1`` and row ``0`` (``'legacy_trunc'``, torch < 1.13) or
+            ``-1`` (``'legacy_floor'``).
+        window_size: ViTDet windowed attention (tokens per window side) in every block not listed in
+            ``global_blocks``; 0 = global attention everywhere. Windowed blocks use window-local RoPE
+            positions ``0..ws-1`` (the pre-training grid for ``ws = 14``), global blocks the full grid.
+        global_blocks: indices of the blocks that keep global attention when ``window_size > 0``.
+        mask_window_padding: mask the zero padding of windows that overhang the grid (False = official).
+        out_indices, out_type, final_norm, frozen_stages: as in mmpretrain's ``VisionTransformer``.
+            ``'avg_featmap'`` returns ``pool_norm(mean of patch tokens)`` (mmpretrain's ``ln2``).
+        drop_path_rate: stochastic depth, linear from 0 to this value over the blocks.
+        with_cp: gradient checkpointing of every block (trades compute for activation memory).
+        norm_cfg, qkv_bias, patch_size, in_channels: as named (LayerNorm eps 1e-6 by default).
+    """
+    arch_zoo = {
+        ('s', 'small'): dict(embed_dims=384, num_layers=12, num_heads=6),
+        ('b', 'base'): dict(embed_dims=768, num_layers=12, num_heads=12),
+        ('l', 'large'): dict(embed_dims=1024, num_layers=24, num_heads=16),
+    }
+    stem_parameters = ('cls_token', )
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'base',
+                 img_size: Union[int, Sequence[int]] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 layout: str = 'clean',
+                 with_cls_token: bool = True,
+                 rope_mode: str = 'as2d',
+                 rope_anchor: Optional[Union[int, Sequence[int]]] = None,
+                 rope_theta: float = 10000.,
+                 window_size: int = 0,
+                 global_blocks: Sequence[int] = (),
+                 mask_window_padding: bool = True,
+                 out_indices: Union[int, Sequence[int]] = -1,
+                 out_type: str = 'cls_token',
+                 final_norm: bool = True,
+                 drop_path_rate: float = 0.,
+                 qkv_bias: bool = True,
+                 norm_cfg: Optional[dict] = None,
+                 frozen_stages: int = -1,
+                 with_cp: bool = False,
+                 ffn_ratio: Optional[float] = None,
+                 ffn_bias: Optional[bool] = None,
+                 layer_scale_init_value: Optional[float] = None,
+                 ffn_drop_path: Optional[bool] = None,
+                 cls_rope: Optional[str] = None,
+                 init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
+        if init_cfg is None:
+            init_cfg = [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)]
+        super().__init__(init_cfg=init_cfg)
+        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
+        options = self._resolve_layout(layout, ffn_ratio=ffn_ratio, ffn_bias=ffn_bias, cls_rope=cls_rope,
+                                       layer_scale_init_value=layer_scale_init_value, ffn_drop_path=ffn_drop_path)
+        self.embed_dims = setting['embed_dims']
+        self.num_layers = setting['num_layers']
+        self.cls_position = 'first' if with_cls_token else None
+        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
+        self.in_channels = in_channels
+        self.with_cp = with_cp
+        self.cls_rope = options['cls_rope']
+        self.rope_mode = check_rope_mode(rope_mode)
+        self.window_size = window_size
+        self.global_blocks = self._check_global_blocks(global_blocks, window_size, with_cls_token)
+        norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
+
+        self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
+                                      kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
+                                      input_size=_pair(img_size))
+        self.patch_resolution = self.patch_embed.init_out_size
+        self.rope_anchor = _pair(rope_anchor) if rope_anchor is not None else tuple(self.patch_resolution)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
+        head_dim = self.embed_dims // setting['num_heads']
+        self.rope_2d = RotaryEmbedding2D(head_dim, theta=rope_theta)
+        self.rope_1d = RotaryEmbedding1D(head_dim, theta=rope_theta)
+
+        ffn_hidden_dims = setting.get('ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims, options['ffn_ratio']))
+        self.layers = nn.ModuleList(
+            TransformerBlock(self.embed_dims, setting['num_heads'], ffn_hidden_dims, mask_mode='bidirectional',
+                             qkv_bias=qkv_bias, proj_bias=True, ffn_bias=options['ffn_bias'], norm_cfg=norm_cfg,
+                             drop_path_rate=rate, layer_scale_init_value=options['layer_scale_init_value'],
+                             ffn_drop_path=options['ffn_drop_path'],
+                             window_size=0 if i in self.global_blocks else window_size,
+                             mask_window_padding=mask_window_padding)
+            for i, rate in enumerate(linear_drop_path_rates(drop_path_rate, self.num_layers)))
+        self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
+        self.pool_norm = build_norm_layer(norm_cfg, self.embed_dims) if out_type == 'avg_featmap' else nn.Identity()
+        self._freeze_stages()
+
+    @staticmethod
+    def _resolve_layout(layout: str, **overrides) -> dict:
+        if layout not in LAYOUTS:
+            raise ValueError(f'Unknown VisionLLaMA layout {layout!r}; choose one of {sorted(LAYOUTS)}.')
+        options = dict(LAYOUTS[layout])
+        options.update({key: value for key, value in overrides.items() if value is not None})
+        if options['cls_rope'] not in CLS_ROPE_MODES:
+            raise ValueError(f'Unknown cls_rope {options["cls_rope"]!r}; choose one of {CLS_ROPE_MODES}.')
+        return options
+
+    def _check_global_blocks(self, global_blocks: Sequence[int], window_size: int, with_cls: bool) -> Tuple[int, ...]:
+        blocks = tuple(sorted(i + self.num_layers if i < 0 else i for i in global_blocks))
+        if any(not 0 <= i < self.num_layers for i in blocks):
+            raise ValueError(f'global_blocks {list(global_blocks)} out of range for {self.num_layers} blocks.')
+        if window_size < 0:
+            raise ValueError(f'window_size must be >= 0 (0 = global attention), got {window_size}.')
+        if window_size and with_cls:
+            raise ValueError('Windowed attention cannot place a class token; set with_cls_token=False.')
+        if window_size and self.rope_mode == '1d':
+            raise ValueError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
+        return blocks
+
+    def init_weights(self) -> None:
+        super().init_weights()
+        pretrained = isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'
+        if self.cls_token is not None and not pretrained:
+            trunc_normal_(self.cls_token, std=.02)
+
+    # ----------------------------------------------------------------- positions
+    def rope_scale(self, grid: Tuple[int, int]) -> Tuple[float, float]:
+        """Per-axis position scale for a ``(H, W)`` grid: AS2DRoPE anchor / grid, else 1."""
+        return auto_scale(grid, self.rope_anchor) if self.rope_mode == 'as2d' else (1., 1.)
+
+    def patch_positions(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
+        """RoPE positions of the patch tokens: ``(H*W, 2)`` scaled ``(y, x)``, or ``(H*W,)`` for ``'1d'``."""
+        num_patches = grid[0] * grid[1]
+        if self.rope_mode == '1d':
+            first = 1 if self.cls_position else 0
+            return torch.arange(first, first + num_patches, device=device, dtype=torch.float32)
+        return grid_positions(grid, self.rope_scale(grid), device=device)
+
+    def cls_token_position(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
+        """RoPE position of the class token: ``(1, 2)`` (``(1,)`` for ``'1d'``, where it is index 0)."""
+        if self.rope_mode == '1d':
+            return torch.zeros(1, device=device)
+        if self.cls_rope == 'identity':
+            return torch.zeros(1, 2, device=device)
+        row = 0. if self.cls_rope == 'legacy_trunc' else -1.
+        scale_y, scale_x = self.rope_scale(grid)
+        return torch.tensor([[row * scale_y, (grid[1] - 1) * scale_x]], device=device)
+
+    def rope_angles(self, positions: Tensor) -> Tensor:
+        """Positions from :meth:`patch_positions` (optionally gathered / batched) -> RoPE angles ``(..., hd/2)``."""
+        return self.rope_1d(positions) if self.rope_mode == '1d' else self.rope_2d(positions)
+
+    def sequence_angles(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
+        """Angles of the whole sequence ``(N(+1), hd/2)`` for global blocks; recomputed for every grid."""
+        positions = self.patch_positions(grid, device)
+        if self.cls_position:
+            positions = torch.cat([self.cls_token_position(grid, device), positions])
+        return self.rope_angles(positions)
+
+    def window_angles(self, device: Optional[torch.device] = None) -> Optional[Tensor]:
+        """Window-local angles ``(ws*ws, hd/2)`` (integer positions ``0..ws-1``), or None without windows."""
+        if not self.window_size:
+            return None
+        return self.rope_2d(grid_positions((self.window_size, self.window_size), device=device))
+
+    # ----------------------------------------------------------------- forward
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
+        check_image_batch(x, self.in_channels)
+        patches, grid = self.patch_embed(x)
+        tokens = insert_cls_token(patches, self.cls_token, 'first') if self.cls_position else patches
+        return self.run_layers(tokens, grid, self.sequence_angles(grid, x.device))
+
+    def run_layers(self, tokens: Tensor, grid: Tuple[int, int], angles: Tensor) -> Tuple[Tensor, ...]:
+        """Run every block on ``(B, N(+1), D)`` tokens; global blocks get ``angles``, windowed ones local ones."""
+        local_angles = self.window_angles(tokens.device)
+        outs: List[Tensor] = []
+        for i, layer in enumerate(self.layers):
+            layer_angles = local_angles if layer.window_size else angles
+            if self.with_cp and self.training and tokens.requires_grad:
+                tokens = checkpoint(layer, tokens, layer_angles, grid, use_reentrant=False)
+            else:
+                tokens = layer(tokens, layer_angles, grid)
+            tokens = self._after_layer(i, tokens, grid, outs)
+        return tuple(outs)

@@ -1,0 +1,74 @@
+"""VisionLLaMA encoder for mmpretrain's ``MAE`` algorithm (He et al. 2022; VisionLLaMA Sec. 4.2.2).
+
+The encoder sees only the kept 25 % of the patches, but every kept patch keeps the RoPE position of its
+*original* grid cell: the ``(N, 2)`` position table is gathered per sample with the kept indices into
+``(B, N_keep, 2)`` before it becomes angles. The decoder (mmpretrain's ``MAEPretrainDecoder``) and the
+``norm_pix`` loss are the stock ones; the decoder expects a leading class token, which the encoder provides.
+"""
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from mmcausal.registry import MODELS
+from ..backbones.base import check_image_batch
+from ..backbones.vision_llama import VisionLLaMA
+from ..layers import insert_cls_token
+
+
+def random_masking(batch: int, num_tokens: int, mask_ratio: float,
+                   device: Optional[torch.device] = None) -> Tuple[Tensor, Tensor, Tensor]:
+    """MAE per-sample random masking by argsort of uniform noise.
+
+    Returns:
+        ``ids_keep`` ``(B, N_keep)`` indices of the kept tokens (in shuffled order), ``mask`` ``(B, N)``
+        with 0 = kept and 1 = removed, and ``ids_restore`` ``(B, N)`` that unshuffles ``[kept, removed]``.
+    """
+    num_keep = int(num_tokens * (1 - mask_ratio))
+    ids_shuffle = torch.rand(batch, num_tokens, device=device).argsort(dim=1)
+    ids_restore = ids_shuffle.argsort(dim=1)
+    mask = torch.ones(batch, num_tokens, device=device)
+    mask[:, :num_keep] = 0
+    return ids_shuffle[:, :num_keep], mask.gather(1, ids_restore), ids_restore
+
+
+@MODELS.register_module()
+class MAEVisionLLaMA(VisionLLaMA):
+    """:class:`VisionLLaMA` that masks patches for MAE pre-training.
+
+    ``forward(x, mask=True)`` returns ``(latent (B, 1 + N_keep, D), mask (B, N), ids_restore (B, N))`` like
+    mmpretrain's ``MAEViT``; ``forward(x, mask=None)`` is the plain backbone forward. The class token goes
+    through the encoder (rotation ``cls_rope``; the official code bypassed the encoder with it, notes §4).
+
+    Args:
+        mask_ratio: fraction of patches removed (0.75 in MAE and VisionLLaMA).
+        Others: as :class:`VisionLLaMA`; defaults are the MAE ones (cls token, raw tokens, final norm).
+    """
+
+    def __init__(self, arch: Union[str, dict] = 'base', mask_ratio: float = 0.75, out_type: str = 'raw',
+                 with_cls_token: bool = True, **kwargs) -> None:
+        if not with_cls_token:
+            raise ValueError('MAEVisionLLaMA needs with_cls_token=True: the MAE decoder drops a leading cls token.')
+        if not 0. <= mask_ratio < 1.:
+            raise ValueError(f'mask_ratio must be in [0, 1), got {mask_ratio}.')
+        super().__init__(arch=arch, out_type=out_type, with_cls_token=True, **kwargs)
+        if self.window_size:
+            raise ValueError('MAEVisionLLaMA keeps a random subset of tokens, which windows cannot partition; '
+                             'set window_size=0.')
+        self.mask_ratio = mask_ratio
+
+    def forward(self, x: Tensor, mask: Optional[bool] = True):
+        if not mask:
+            return super().forward(x)
+        check_image_batch(x, self.in_channels)
+        patches, grid = self.patch_embed(x)
+        ids_keep, token_mask, ids_restore = random_masking(patches.shape[0], patches.shape[1], self.mask_ratio,
+                                                           x.device)
+        kept = patches.gather(1, ids_keep.unsqueeze(-1).expand(-1, -1, patches.shape[-1]))
+        positions = self.patch_positions(grid, x.device)[ids_keep]  # (B, N_keep[, 2]): original grid cells
+        cls_position = self.cls_token_position(grid, x.device).unsqueeze(0)
+        cls_position = cls_position.expand(positions.shape[0], 1, *positions.shape[2:])
+        angles = self.rope_angles(torch.cat([cls_position, positions], dim=1))
+        tokens = insert_cls_token(kept, self.cls_token, 'first')
+        latent = self.run_layers(tokens, grid, angles)[-1]
+        return latent, token_mask, ids_restore
