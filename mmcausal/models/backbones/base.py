@@ -2,6 +2,7 @@
 arch lookup, ``out_indices`` / ``out_type`` outputs, ``frozen_stages`` and layer ids for lr decay."""
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 
@@ -61,6 +62,14 @@ class PlainBackbone(BaseBackbone):
         self.out_type = out_type
         self.final_norm = final_norm
         self.frozen_stages = frozen_stages
+
+    def init_weights(self) -> None:
+        """Stem tokens ~ TruncNormal(0.02) first, then ``init_cfg``, so a ``Pretrained`` init overwrites them."""
+        for name in self.stem_parameters:
+            param = getattr(self, name, None)
+            if isinstance(param, nn.Parameter):
+                trunc_normal_(param, std=.02)
+        super().init_weights()
 
     def _freeze_stages(self) -> None:
         """Freeze the stem and the first ``frozen_stages`` blocks (and the final norm when all are frozen)."""

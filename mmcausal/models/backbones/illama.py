@@ -10,7 +10,6 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmcv.cnn.bricks.transformer import PatchEmbed
-from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
@@ -111,12 +110,6 @@ class ILLaMA(PlainBackbone):
             raise ValueError(f'soft_mask_rate must be in [0, 1], got {alpha}.')
         for layer in self.layers:
             layer.attn.soft_mask_rate = float(alpha)
-
-    def init_weights(self) -> None:
-        super().init_weights()
-        if not (isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'):
-            trunc_normal_(self.pos_embed, std=.02)
-            trunc_normal_(self.cls_token, std=.02)
 
     def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
         """Load-time hook: resize a checkpoint's square position table (e.g. 224 px) to this model's grid."""

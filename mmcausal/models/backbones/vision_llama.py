@@ -24,7 +24,6 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmcv.cnn.bricks.transformer import PatchEmbed
-from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
@@ -173,12 +172,6 @@ class VisionLLaMA(PlainBackbone):
         if window_size and self.rope_mode == '1d':
             raise ValueError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
         return blocks
-
-    def init_weights(self) -> None:
-        super().init_weights()
-        pretrained = isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'
-        if self.cls_token is not None and not pretrained:
-            trunc_normal_(self.cls_token, std=.02)
 
     # ----------------------------------------------------------------- positions
     def rope_scale(self, grid: Tuple[int, int]) -> Tuple[float, float]:

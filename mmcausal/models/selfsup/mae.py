@@ -13,7 +13,6 @@ from torch import Tensor
 from mmcausal.registry import MODELS
 from ..backbones.base import check_image_batch
 from ..backbones.vision_llama import VisionLLaMA
-from ..layers import insert_cls_token
 
 
 def random_masking(batch: int, num_tokens: int, mask_ratio: float,
@@ -37,16 +36,19 @@ class MAEVisionLLaMA(VisionLLaMA):
     """:class:`VisionLLaMA` that masks patches for MAE pre-training.
 
     ``forward(x, mask=True)`` returns ``(latent (B, 1 + N_keep, D), mask (B, N), ids_restore (B, N))`` like
-    mmpretrain's ``MAEViT``; ``forward(x, mask=None)`` is the plain backbone forward. The class token goes
-    through the encoder (rotation ``cls_rope``; the official code bypassed the encoder with it, notes §4).
+    mmpretrain's ``MAEViT``; ``forward(x, mask=None)`` is the plain backbone forward.
 
     Args:
         mask_ratio: fraction of patches removed (0.75 in MAE and VisionLLaMA).
+        cls_through_encoder: True (default): the class token is encoded with the kept patches (rotation
+            ``cls_rope``), as in MAE. False reproduces the official VisionLLaMA code (notes §4), which runs
+            the blocks on the patches only and prepends the raw token before the final norm; use it to
+            continue pre-training from the released weights.
         Others: as :class:`VisionLLaMA`; defaults are the MAE ones (cls token, raw tokens, final norm).
     """
 
     def __init__(self, arch: Union[str, dict] = 'base', mask_ratio: float = 0.75, out_type: str = 'raw',
-                 with_cls_token: bool = True, **kwargs) -> None:
+                 with_cls_token: bool = True, cls_through_encoder: bool = True, **kwargs) -> None:
         if not with_cls_token:
             raise ValueError('MAEVisionLLaMA needs with_cls_token=True: the MAE decoder drops a leading cls token.')
         if not 0. <= mask_ratio < 1.:
@@ -55,7 +57,11 @@ class MAEVisionLLaMA(VisionLLaMA):
         if self.window_size:
             raise ValueError('MAEVisionLLaMA keeps a random subset of tokens, which windows cannot partition; '
                              'set window_size=0.')
+        if out_type != 'raw' or self.out_indices != [self.num_layers - 1]:
+            raise ValueError('MAEVisionLLaMA returns the raw tokens of the last block for the MAE decoder; '
+                             'keep out_type="raw" and out_indices=-1.')
         self.mask_ratio = mask_ratio
+        self.cls_through_encoder = cls_through_encoder
 
     def forward(self, x: Tensor, mask: Optional[bool] = True):
         if not mask:
@@ -66,9 +72,12 @@ class MAEVisionLLaMA(VisionLLaMA):
                                                            x.device)
         kept = patches.gather(1, ids_keep.unsqueeze(-1).expand(-1, -1, patches.shape[-1]))
         positions = self.patch_positions(grid, x.device)[ids_keep]  # (B, N_keep[, 2]): original grid cells
+        cls_tokens = self.cls_token.expand(kept.shape[0], -1, -1)
+        if not self.cls_through_encoder:
+            latent = self.run_layers(kept, grid, self.rope_angles(positions))[-1]
+            return torch.cat([self.norm(cls_tokens), latent], dim=1), token_mask, ids_restore
         cls_position = self.cls_token_position(grid, x.device).unsqueeze(0)
         cls_position = cls_position.expand(positions.shape[0], 1, *positions.shape[2:])
         angles = self.rope_angles(torch.cat([cls_position, positions], dim=1))
-        tokens = insert_cls_token(kept, self.cls_token, 'first')
-        latent = self.run_layers(tokens, grid, angles)[-1]
+        latent = self.run_layers(torch.cat([cls_tokens, kept], dim=1), grid, angles)[-1]
         return latent, token_mask, ids_restore

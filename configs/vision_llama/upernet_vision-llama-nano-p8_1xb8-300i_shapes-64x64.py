@@ -1,0 +1,68 @@
+# Tiny twin of the VisionLLaMA UperNet recipe for CPU runs on the embedded synthetic "shapes" data (ADE20K
+# layout; label 0 = "other" is ignored through reduce_zero_label). It keeps the model types (VisionLLaMA with the
+# official MAE layout and 2D RoPE, Feature2Pyramid, UPerHead, FCN auxiliary head), the layer-decay constructor and
+# the warmup + poly schedule. The data, the size, the schedule and the learning rate are changed: it trains from
+# scratch (no pretrained init), so the layer decay is mild. No AMP (plain OptimWrapper), because AMP needs a GPU.
+_base_ = ['./upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py']
+
+classes = ('background', 'circle', 'cross', 'square', 'triangle')
+crop_size = (64, 64)
+data_root = 'data/shapes/ade20k'
+width = 64
+
+model = dict(
+    data_preprocessor=dict(size=crop_size),
+    backbone=dict(
+        arch=dict(_delete_=True, embed_dims=width, num_layers=4, num_heads=4),  # head_dim 16
+        img_size=crop_size,
+        patch_size=8,
+        out_indices=[0, 1, 2, 3],
+        drop_path_rate=0.0,
+        init_cfg=None),
+    neck=dict(embed_dim=width),
+    decode_head=dict(in_channels=[width] * 4, channels=width, pool_scales=(1, 2, 4), num_classes=len(classes)),
+    auxiliary_head=dict(in_channels=width, channels=width // 2, num_classes=len(classes)),
+    test_cfg=dict(_delete_=True, mode='whole'))
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackSegInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='PackSegInputs'),
+]
+# ADE20KDataset only accepts subsets of its 150 classes; BaseSegDataset reads the same layout.
+dataset = dict(type='BaseSegDataset', data_root=data_root, img_suffix='.jpg', seg_map_suffix='.png',
+               reduce_zero_label=True, metainfo=dict(classes=classes))
+train_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    dataset=dict(dataset, data_prefix=dict(img_path='images/training', seg_map_path='annotations/training'),
+                 pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    dataset=dict(dataset, data_prefix=dict(img_path='images/validation',
+                                           seg_map_path='annotations/validation'),
+                 pipeline=test_pipeline))
+test_dataloader = val_dataloader
+
+max_iters = 300
+warmup_iters = 20
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(lr=2e-3, weight_decay=0.01),
+    paramwise_cfg=dict(layer_decay_rate=0.9))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=warmup_iters),
+    dict(type='PolyLR', eta_min=0.0, power=1.0, begin=warmup_iters, end=max_iters, by_epoch=False),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=20, log_metric_by_epoch=False),
+    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))
+randomness = dict(seed=0)

@@ -1,0 +1,68 @@
+# Tiny twin of the VisionLLaMA fine-tuning recipe (vision-llama-base-p16_8xb128-coslr-100e_in1k.py) for CPU
+# smoke runs on the embedded synthetic "shapes" data (ImageNet layout; generate it with
+# `python tools/dataset_converters/make_shapes_datasets.py`). Same backbone type and layout ('official_mae',
+# no cls token, GAP feature, no final norm), head, AdamW and mmcausal layer-wise lr decay as the full
+# recipe; the sizes (the encoder of mae_vision-llama-nano-p8_1xb32-*e_shapes-64px.py), data, augmentation
+# (no RandAugment / erasing / mixup / cutmix: 400 images, 4 classes) and schedule differ.
+#
+# From scratch by default. To fine-tune the tiny MAE encoder instead (keys under `backbone.` of the MAE
+# checkpoint; its cls token and final norm are unused here):
+#   python tools/train.py configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py --cfg-options \
+#       model.backbone.init_cfg._delete_=True model.backbone.init_cfg.type=Pretrained \
+#       model.backbone.init_cfg.prefix=backbone. \
+#       model.backbone.init_cfg.checkpoint=work_dirs/mae_vision-llama-nano-p8_1xb32-20e_shapes-64px/epoch_20.pth
+_base_ = './vision-llama-base-p16_8xb128-coslr-100e_in1k.py'
+
+shape_classes = ('circle', 'cross', 'square', 'triangle')
+data_root = 'data/shapes/imagenet'
+
+model = dict(
+    backbone=dict(
+        arch=dict(_delete_=True, embed_dims=64, num_layers=4, num_heads=4, ffn_hidden_dims=256),
+        img_size=64,
+        patch_size=8,
+        drop_path_rate=0.1,
+        init_cfg=None),  # the backbone's default init (trunc-normal Linear); see above for the MAE init
+    head=dict(num_classes=len(shape_classes), in_channels=64,
+              init_cfg=[dict(type='TruncNormal', layer='Linear', std=.02)]),
+    train_cfg=dict(_delete_=True))
+data_preprocessor = dict(num_classes=len(shape_classes))
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomResizedCrop', scale=64, crop_ratio_range=(0.6, 1.0), backend='pillow',
+         interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='PackInputs'),
+]
+test_pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
+train_dataloader = dict(
+    batch_size=32,
+    num_workers=2,
+    persistent_workers=True,
+    dataset=dict(data_root=data_root, metainfo=dict(classes=shape_classes), pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    dataset=dict(data_root=data_root, metainfo=dict(classes=shape_classes), pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(type='Accuracy', topk=(1, ))
+test_evaluator = val_evaluator
+
+max_epochs = 20
+warmup_epochs = 2
+optim_wrapper = dict(optimizer=dict(lr=2e-3), paramwise_cfg=dict(layer_decay_rate=0.45))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=True, begin=0, end=warmup_epochs,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs, eta_min=1e-5, by_epoch=True,
+         begin=warmup_epochs, end=max_epochs, convert_to_iter_based=True),
+]
+train_cfg = dict(by_epoch=True, max_epochs=max_epochs, val_interval=max_epochs)
+auto_scale_lr = dict(base_batch_size=32)
+
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=5),
+    checkpoint=dict(type='CheckpointHook', interval=max_epochs, max_keep_ckpts=1))
+randomness = dict(seed=0, diff_rank_seed=False)

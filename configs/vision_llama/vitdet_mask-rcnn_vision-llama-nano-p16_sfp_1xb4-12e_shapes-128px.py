@@ -1,0 +1,84 @@
+# Tiny twin of the VisionLLaMA ViTDet Mask R-CNN recipe for CPU runs on the embedded synthetic "shapes" data (COCO
+# layout with polygon masks; 64 training images). It keeps the model types (VisionLLaMA with windowed and global
+# blocks, official MAE layout and 2D RoPE, SimpleFeaturePyramid, RPN with 2 convs, Shared4Conv1FC bbox head and a
+# mask head with LN2d), the layer-decay constructor and the iteration-based warmup + step schedule. The data, the
+# size, the schedule and the learning rate are changed: it trains from scratch (no pretrained init), so the layer
+# decay is mild. No AMP (plain OptimWrapper), because AMP needs a GPU.
+# Windows: 128 px / patch 16 gives an 8x8 grid. 3x3 windows pad it to 9x9, so the padding path runs, and blocks 1
+# and 3 are global.
+_base_ = ['./vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py']
+
+classes = ('circle', 'cross', 'square', 'triangle')
+data_root = 'data/shapes/coco/'
+image_size = (128, 128)
+width = 64
+
+model = dict(
+    data_preprocessor=dict(batch_augments=[dict(type='BatchFixedSizePad', size=image_size, pad_mask=True)]),
+    backbone=dict(
+        arch=dict(_delete_=True, embed_dims=width, num_layers=4, num_heads=4),  # head_dim 16
+        img_size=128,
+        window_size=3,
+        global_blocks=[1, 3],
+        out_indices=[3],
+        drop_path_rate=0.0,
+        init_cfg=None),
+    neck=dict(in_channels=width, out_channels=width),
+    rpn_head=dict(in_channels=width, feat_channels=width, anchor_generator=dict(scales=[4])),
+    roi_head=dict(
+        bbox_roi_extractor=dict(out_channels=width),
+        bbox_head=dict(in_channels=width, conv_out_channels=width, fc_out_channels=128,
+                       num_classes=len(classes)),
+        mask_roi_extractor=dict(out_channels=width),
+        mask_head=dict(in_channels=width, conv_out_channels=width, num_classes=len(classes))),
+    train_cfg=dict(rpn=dict(sampler=dict(num=64)), rpn_proposal=dict(nms_pre=300, max_per_img=100),
+                   rcnn=dict(sampler=dict(num=64))),
+    test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=image_size, keep_ratio=True),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+]
+train_dataloader = dict(
+    batch_size=4,
+    num_workers=2,
+    dataset=dict(
+        _delete_=True,
+        type='CocoDataset',
+        data_root=data_root,
+        metainfo=dict(classes=classes),
+        ann_file='annotations/instances_train2017.json',
+        data_prefix=dict(img='train2017/'),
+        filter_cfg=dict(filter_empty_gt=True, min_size=8),
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=4,
+    num_workers=2,
+    dataset=dict(data_root=data_root, metainfo=dict(classes=classes), pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(ann_file=data_root + 'annotations/instances_val2017.json')
+test_evaluator = val_evaluator
+
+# 12 epochs of 64 images at 4 per step = 12 * 16 = 192 iterations; lr x 0.1 after epoch 10 (iteration 160).
+iters_per_epoch = 16
+max_iters = 12 * iters_per_epoch
+train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(lr=2e-3, weight_decay=0.05),
+    paramwise_cfg=dict(layer_decay_rate=0.9))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
+    dict(type='MultiStepLR', begin=0, end=max_iters, by_epoch=False, milestones=[10 * iters_per_epoch], gamma=0.1),
+]
+auto_scale_lr = dict(base_batch_size=4)
+default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=max_iters, max_keep_ckpts=1))
+randomness = dict(seed=0)

@@ -1,0 +1,326 @@
+"""VisionLLaMA backbone: 2D RoPE / AS2DRoPE properties, windowed attention, MAE positions, layouts."""
+import copy
+import math
+
+import pytest
+import torch
+
+from mmcausal.models.backbones import VisionLLaMA
+from mmcausal.models.layers import (RotaryEmbedding2D, TransformerBlock, apply_rotary, auto_scale, grid_positions,
+                                    window_key_mask, window_partition, window_unpartition)
+from mmcausal.models.selfsup import MAEVisionLLaMA, random_masking
+
+TINY = dict(embed_dims=32, num_layers=3, num_heads=2)
+
+
+def tiny(**kwargs) -> VisionLLaMA:
+    torch.manual_seed(0)
+    kwargs.setdefault('arch', TINY)
+    kwargs.setdefault('img_size', 64)
+    kwargs.setdefault('patch_size', 8)
+    model = VisionLLaMA(**kwargs)
+    model.init_weights()
+    return model.eval()
+
+
+def score(q, k, pos_q, pos_k, rope):
+    """Attention logit between q at ``pos_q`` and k at ``pos_k`` (positions ``(y, x)``)."""
+    angles_q = rope(torch.tensor([pos_q], dtype=torch.float32))
+    angles_k = rope(torch.tensor([pos_k], dtype=torch.float32))
+    rq = apply_rotary(q.view(1, 1, 1, -1), angles_q)
+    rk = apply_rotary(k.view(1, 1, 1, -1), angles_k)
+    return (rq * rk).sum()
+
+
+# ----------------------------------------------------------------------------------- 2D RoPE
+def test_2d_rope_channel_layout_matches_official_formula():
+    """angles[n] = [x w_0, y w_0, x w_1, y w_1, ...], w_k = theta^(-4k/d); rotation of adjacent pairs."""
+    head_dim, theta = 16, 10000.
+    rope = RotaryEmbedding2D(head_dim, theta)
+    positions = grid_positions((3, 5))
+    angles = rope(positions)
+    assert angles.shape == (15, head_dim // 2)
+    w = torch.tensor([theta ** (-4 * k / head_dim) for k in range(head_dim // 4)])
+    y, x = positions[:, :1], positions[:, 1:]
+    torch.testing.assert_close(angles[:, 0::2], x * w)
+    torch.testing.assert_close(angles[:, 1::2], y * w)
+    # complex multiplication of adjacent pairs, the official formulation
+    t = torch.randn(2, 1, 15, head_dim)
+    as_complex = torch.view_as_complex(t.reshape(2, 1, 15, -1, 2)) * torch.polar(torch.ones_like(angles), angles)
+    torch.testing.assert_close(apply_rotary(t, angles), torch.view_as_real(as_complex).flatten(-2))
+    assert (positions[7] == torch.tensor([1., 2.])).all(), 'token 7 of a 3x5 grid is row 1, column 2'
+
+
+def test_2d_rope_score_depends_only_on_row_and_column_offsets():
+    torch.manual_seed(0)
+    rope = RotaryEmbedding2D(32)
+    q, k = torch.randn(32), torch.randn(32)
+    base = score(q, k, (2., 3.), (5., 1.), rope)
+    for shift in [(1., 0.), (0., 7.), (-3., 4.), (0.5, 2.25)]:
+        shifted = score(q, k, (2. + shift[0], 3. + shift[1]), (5. + shift[0], 1. + shift[1]), rope)
+        torch.testing.assert_close(shifted, base, rtol=1e-4, atol=1e-4)
+    # a different offset gives a different score, and swapping the axes matters
+    assert not torch.allclose(score(q, k, (2., 3.), (5., 2.), rope), base, atol=1e-3)
+    assert not torch.allclose(score(q, k, (3., 2.), (1., 5.), rope), base, atol=1e-3)
+
+
+def test_rope_needs_head_dim_divisible_by_four():
+    with pytest.raises(ValueError, match='divisible by 4'):
+        RotaryEmbedding2D(6)
+    with pytest.raises(ValueError, match='divisible by 4'):
+        VisionLLaMA(arch=dict(embed_dims=36, num_layers=1, num_heads=6))
+
+
+# ----------------------------------------------------------------------------------- AS2DRoPE
+def test_as2d_rope_equals_2d_rope_at_the_anchor():
+    as2d, plain = tiny(rope_mode='as2d'), tiny(rope_mode='2d')
+    assert as2d.rope_anchor == (8, 8)
+    torch.testing.assert_close(as2d.sequence_angles((8, 8)), plain.sequence_angles((8, 8)), rtol=0, atol=0)
+    images = torch.randn(2, 3, 64, 64)
+    torch.testing.assert_close(as2d(images)[0], plain(images)[0], rtol=0, atol=0)
+
+
+def test_as2d_rope_maps_a_larger_grid_onto_the_anchor_range():
+    model = tiny(rope_mode='as2d', rope_anchor=8, with_cls_token=False, out_type='avg_featmap')
+    positions = model.patch_positions((16, 32))
+    # (i * 8 / 16, j * 8 / 32): both axes span [0, 8) like the anchor grid, per axis
+    torch.testing.assert_close(positions, grid_positions((16, 32), (0.5, 0.25)))
+    assert positions[:, 0].max() == 7.5 and positions[:, 1].max() == 7.75 and positions.min() == 0
+    assert auto_scale((16, 32), (8, 8)) == (0.5, 0.25)
+    plain = tiny(rope_mode='2d', with_cls_token=False, out_type='avg_featmap')
+    assert plain.patch_positions((16, 32))[:, 1].max() == 31  # 2D RoPE extrapolates instead
+    images = torch.randn(1, 3, 128, 256)
+    assert not torch.allclose(model(images)[0], plain(images)[0])
+
+
+def test_rope_tables_follow_the_aspect_ratio_with_the_same_token_count():
+    """Detection changes H x W every iteration: (4, 16) and (16, 4) have the same N but other positions."""
+    model = tiny(rope_mode='as2d', with_cls_token=False, out_type='featmap')
+    wide, tall = model.sequence_angles((4, 16)), model.sequence_angles((16, 4))
+    assert wide.shape == tall.shape and not torch.allclose(wide, tall)
+    torch.testing.assert_close(wide, model.rope_2d(grid_positions((4, 16), (8 / 4, 8 / 16))))
+    # forward on one shape, then the transposed one: same result as a model that never saw the first
+    fresh = copy.deepcopy(model)
+    model(torch.randn(1, 3, 32, 128))
+    tall_images = torch.randn(1, 3, 128, 32)
+    torch.testing.assert_close(model(tall_images)[0], fresh(tall_images)[0], rtol=0, atol=0)
+
+
+def test_cls_token_rotation_modes():
+    identity = tiny(cls_rope='identity')
+    trunc = tiny(cls_rope='legacy_trunc', rope_mode='2d')
+    floor = tiny(cls_rope='legacy_floor', rope_mode='2d')
+    assert identity.cls_token_position((8, 8)).tolist() == [[0., 0.]]
+    assert trunc.cls_token_position((8, 8)).tolist() == [[0., 7.]]  # flat index -1 -> (row 0, col W-1)
+    assert floor.cls_token_position((8, 8)).tolist() == [[-1., 7.]]
+    assert tiny(layout='official_deit').cls_rope == 'legacy_trunc'
+    with pytest.raises(ValueError, match='cls_rope'):
+        tiny(cls_rope='middle')
+
+
+# ----------------------------------------------------------------------------------- windows
+def test_window_partition_round_trip_and_padding_mask():
+    x = torch.randn(2, 5 * 7, 4)
+    windows, padded = window_partition(x, (5, 7), 3)
+    assert padded == (6, 9) and windows.shape == (2 * 2 * 3, 9, 4)
+    torch.testing.assert_close(window_unpartition(windows, (5, 7), padded, 3), x, rtol=0, atol=0)
+    mask = window_key_mask((5, 7), 3, batch=2)
+    assert mask.shape == (12, 1, 1, 9)
+    assert int(mask.sum()) == 2 * 35, 'exactly the image tokens are valid keys'
+    assert window_key_mask((6, 9), 3, batch=2) is None
+
+
+def _block(window_size, mask_window_padding=True):
+    torch.manual_seed(0)
+    return TransformerBlock(32, 2, 64, mask_mode='bidirectional', norm_cfg=dict(type='LN', eps=1e-6),
+                            window_size=window_size, mask_window_padding=mask_window_padding).eval()
+
+
+@pytest.mark.parametrize('grid', [(14, 14), (10, 12)])
+def test_window_attention_equals_global_attention_when_one_window_covers_the_image(grid):
+    x = torch.randn(2, grid[0] * grid[1], 32)
+    rope = RotaryEmbedding2D(16)
+    global_out = _block(0)(x, rope(grid_positions(grid)), grid)
+    window_out = _block(14)(x, rope(grid_positions((14, 14))), grid)
+    torch.testing.assert_close(window_out, global_out, rtol=1e-5, atol=1e-5)
+    if grid != (14, 14):  # the official unmasked windows attend to the zero padding
+        unmasked = _block(14, mask_window_padding=False)(x, rope(grid_positions((14, 14))), grid)
+        assert not torch.allclose(unmasked, global_out, atol=1e-4)
+
+
+def test_backbone_windows_use_local_positions_and_global_blocks_the_full_grid():
+    kwargs = dict(with_cls_token=False, out_type='featmap', rope_mode='2d')
+    windowed = tiny(window_size=8, global_blocks=[1], **kwargs)
+    plain = tiny(**kwargs)
+    assert [layer.window_size for layer in windowed.layers] == [8, 0, 8]
+    images = torch.randn(2, 3, 64, 48)  # 8 x 6 grid: one padded window
+    torch.testing.assert_close(windowed(images)[0], plain(images)[0], rtol=1e-5, atol=1e-5)
+    smaller = tiny(window_size=4, global_blocks=[1], **kwargs)
+    assert not torch.allclose(smaller(images)[0], plain(images)[0], atol=1e-4)
+
+
+def test_windows_reject_a_class_token_and_bad_blocks():
+    with pytest.raises(ValueError, match='with_cls_token=False'):
+        tiny(window_size=4)
+    with pytest.raises(ValueError, match='global_blocks'):
+        tiny(window_size=4, with_cls_token=False, out_type='featmap', global_blocks=[5])
+
+
+# ----------------------------------------------------------------------------------- MAE
+def test_random_masking_keeps_the_requested_fraction():
+    torch.manual_seed(0)
+    ids_keep, mask, ids_restore = random_masking(3, 16, 0.75)
+    assert ids_keep.shape == (3, 4) and mask.sum(1).tolist() == [12., 12., 12.]
+    assert (mask.gather(1, ids_keep) == 0).all()
+    assert (ids_restore.argsort(1)[:, :4] == ids_keep).all()
+
+
+def test_mae_kept_tokens_keep_their_grid_positions():
+    torch.manual_seed(0)
+    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, mask_ratio=0.75).eval()
+    captured = {}
+    run_layers = mae.run_layers
+    mae.run_layers = lambda tokens, grid, angles: captured.setdefault('angles', angles) is not None and \
+        run_layers(tokens, grid, angles)
+    images = torch.randn(2, 3, 64, 64)
+    latent, mask, ids_restore = mae(images)
+    assert latent.shape == (2, 1 + 16, 32) and mask.shape == (2, 64)
+    ids_keep = ids_restore.argsort(1)[:, :16]
+    full_table = mae.rope_2d(grid_positions((8, 8)))
+    torch.testing.assert_close(captured['angles'][:, 1:], full_table[ids_keep], rtol=0, atol=0)
+    assert (captured['angles'][:, 0] == 0).all(), 'cls token is not rotated'
+
+
+def test_mae_without_masking_is_a_permutation_of_the_plain_forward():
+    """mask_ratio 0 shuffles all tokens; with per-sample positions the result equals the unmasked forward."""
+    torch.manual_seed(0)
+    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, mask_ratio=0.).eval()
+    images = torch.randn(2, 3, 64, 64)
+    latent, mask, ids_restore = mae(images)
+    plain = mae(images, mask=None)[0]
+    unshuffled = latent[:, 1:].gather(1, ids_restore.unsqueeze(-1).expand(-1, -1, latent.shape[-1]))
+    torch.testing.assert_close(unshuffled, plain[:, 1:], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(latent[:, 0], plain[:, 0], rtol=1e-4, atol=1e-5)
+    assert mask.sum() == 0
+
+
+# ----------------------------------------------------------------------------------- layouts
+def expected_parameters(dims: int, layers: int, hidden: int, ffn_bias: bool, patch: int = 16) -> int:
+    """Closed form: patch conv + per block (2 LN, qkv, proj, SwiGLU w12/w3) + final LN + cls token."""
+    block = 4 * dims + 3 * dims * dims + 3 * dims + dims * dims + dims + 3 * hidden * dims
+    block += (2 * hidden + dims) if ffn_bias else 0
+    return 3 * patch * patch * dims + dims + layers * block + 2 * dims + dims
+
+
+@pytest.mark.parametrize('arch,layout,dims,layers,hidden,approx_millions', [
+    ('small', 'clean', 384, 12, 1024, 22.0), ('base', 'clean', 768, 12, 2048, 86.4),
+    ('large', 'clean', 1024, 24, 2816, 310), ('base', 'official_mae', 768, 12, 8192, 256),
+    ('large', 'official_mae', 1024, 24, 11008, 914)])
+def test_parameter_counts(arch, layout, dims, layers, hidden, approx_millions):
+    """Exact closed form; within 0.5 % of the counts in the official-code notes (S/B/L incl. a 1000-way head)."""
+    with torch.device('meta'):
+        model = VisionLLaMA(arch, layout=layout)
+    count = sum(p.numel() for p in model.parameters())
+    assert count == expected_parameters(dims, layers, hidden, ffn_bias=layout == 'official_mae')
+    head = 1000 * dims + 1000 if layout == 'clean' else 0
+    assert abs(count + head - approx_millions * 1e6) < 0.005 * approx_millions * 1e6
+
+
+def test_official_mae_layout_switches():
+    with torch.device('meta'):
+        mae = VisionLLaMA('base', layout='official_mae', drop_path_rate=0.1)
+        clean = VisionLLaMA('base', drop_path_rate=0.1)
+    assert mae.layers[0].ffn.w12.weight.shape == (2 * 8192, 768) and mae.layers[0].ffn.w12.bias is not None
+    assert mae.layers[0].ffn.w3.weight.shape == (768, 8192)
+    assert clean.layers[0].ffn.w12.weight.shape == (2 * 2048, 768) and clean.layers[0].ffn.w12.bias is None
+    assert not mae.layers[-1].ffn_drop_path and clean.layers[-1].ffn_drop_path
+    assert isinstance(mae.layers[0].ls1, torch.nn.Identity)
+    with torch.device('meta'):
+        deit = VisionLLaMA('base', layout='official_deit')
+        override = VisionLLaMA('base', layout='official_mae', ffn_bias=False)
+    assert deit.layers[0].ls1.weight.shape == (768, )
+    assert override.layers[0].ffn.w12.bias is None
+    with pytest.raises(ValueError, match='layout'):
+        VisionLLaMA('base', layout='mae')
+
+
+def test_ffn_branch_drop_path_switch():
+    x = torch.randn(4, 10, 32)
+    torch.manual_seed(0)
+    block = TransformerBlock(32, 2, 64, mask_mode='bidirectional', drop_path_rate=0.99, ffn_drop_path=False)
+    block.train()
+    # with drop path on the attention branch only, the FFN branch always contributes
+    with torch.no_grad():
+        block.attn.proj.weight.zero_()
+        block.attn.proj.bias.zero_()
+        expected = x + block.ffn(block.norm2(x))
+    torch.testing.assert_close(block(x), expected)
+
+
+def test_layer_depth_for_layer_decay():
+    model = tiny(with_cls_token=True)
+    depth = {name: model.get_layer_depth(name)[0] for name, _ in model.named_parameters()}
+    assert depth['cls_token'] == 0 and depth['patch_embed.projection.weight'] == 0
+    assert depth['layers.0.attn.qkv.weight'] == 1 and depth['layers.2.ffn.w3.weight'] == 3
+    assert depth['norm.weight'] == 4 and model.get_layer_depth('norm.weight')[1] == 5
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    images = torch.randn(2, 3, 64, 64)
+    grads = []
+    for with_cp in (False, True):
+        model = tiny(with_cp=with_cp).train()
+        model(images)[0].square().sum().backward()
+        grads.append(model.layers[0].attn.qkv.weight.grad)
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_frozen_stages_and_outputs():
+    model = tiny(with_cls_token=False, out_type='featmap', frozen_stages=2, out_indices=(0, -1))
+    model.train()
+    assert not model.patch_embed.projection.weight.requires_grad
+    assert not model.layers[1].ffn.w3.weight.requires_grad and model.layers[2].ffn.w3.weight.requires_grad
+    outs = model(torch.randn(1, 3, 72, 40))  # padded to 9 x 5 patches
+    assert [tuple(o.shape) for o in outs] == [(1, 32, 9, 5)] * 2
+    avg = tiny(with_cls_token=False, out_type='avg_featmap', final_norm=False)
+    assert avg(torch.randn(1, 3, 64, 64))[0].shape == (1, 32) and hasattr(avg.pool_norm, 'weight')
+    with pytest.raises(ValueError, match='cls_token'):
+        tiny(with_cls_token=False, out_type='cls_token')
+    with pytest.raises(ValueError, match='Unknown arch'):
+        VisionLLaMA('huge')
+
+
+def test_rope_1d_mode_uses_sequence_indices():
+    model = tiny(rope_mode='1d')
+    angles = model.sequence_angles((2, 3))
+    expected = torch.arange(7.).unsqueeze(-1) * model.rope_1d.freqs
+    torch.testing.assert_close(angles, expected)
+    assert math.isclose(float(model.rope_1d.freqs[1]), 10000 ** (-2 / 16), rel_tol=1e-6)
+
+
+def test_mae_official_cls_bypass():
+    """cls_through_encoder=False (official code): blocks see the patches only; the raw token is normed."""
+    torch.manual_seed(0)
+    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, cls_through_encoder=False).eval()
+    images = torch.randn(2, 3, 64, 64)
+    torch.manual_seed(1)
+    latent, _, _ = mae(images)
+    torch.testing.assert_close(latent[:, 0], mae.norm(mae.cls_token[0]).expand(2, -1))
+    with torch.no_grad():
+        mae.cls_token.add_(1.)
+    torch.manual_seed(1)
+    shifted, _, _ = mae(images)
+    torch.testing.assert_close(shifted[:, 1:], latent[:, 1:], rtol=0, atol=0)
+
+
+def test_pretrained_init_in_a_list_keeps_the_loaded_class_token(tmp_path):
+    source = tiny()
+    with torch.no_grad():
+        source.cls_token.fill_(0.5)
+    path = tmp_path / 'backbone.pth'
+    torch.save({'state_dict': source.state_dict()}, path)
+    model = VisionLLaMA(TINY, img_size=64, patch_size=8, init_cfg=[
+        dict(type='TruncNormal', layer='Linear', std=.02), dict(type='Pretrained', checkpoint=str(path))])
+    model.init_weights()
+    assert (model.cls_token == 0.5).all()
+    torch.testing.assert_close(model.layers[0].attn.qkv.weight, source.layers[0].attn.qkv.weight)
