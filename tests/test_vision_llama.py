@@ -324,3 +324,15 @@ def test_pretrained_init_in_a_list_keeps_the_loaded_class_token(tmp_path):
     model.init_weights()
     assert (model.cls_token == 0.5).all()
     torch.testing.assert_close(model.layers[0].attn.qkv.weight, source.layers[0].attn.qkv.weight)
+
+
+def test_rope_settings_are_validated_when_switched_at_run_time():
+    model = tiny(with_cls_token=False, out_type='avg_featmap', window_size=4)
+    with pytest.raises(ValueError, match='rope_mode'):
+        model.rope_mode = '3d'
+    with pytest.raises(ValueError, match='2D positions'):
+        model.rope_mode = '1d'
+    model.rope_anchor = 16
+    assert model.rope_anchor == (16, 16)
+    with pytest.raises(ValueError, match='positive'):
+        model.rope_anchor = (0, 4)

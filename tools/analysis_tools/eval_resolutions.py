@@ -77,6 +77,11 @@ def main(argv: Optional[List[str]] = None) -> None:
         anchor = (args.anchor, args.anchor) if args.anchor else tuple(backbone.rope_anchor)
         patch = getattr(getattr(backbone, 'patch_embed', None), 'init_input_size', None)
         train_size = patch[0] if patch and patch[0] == patch[1] else None
+        stride = getattr(getattr(getattr(backbone, 'patch_embed', None), 'projection', None), 'stride', (1, ))[0]
+        uneven = [size for size in args.sizes if size % stride]
+        if uneven:
+            runner.logger.warning(f'sizes {uneven} are not multiples of the patch size {stride}: the backbone '
+                                  'zero-pads them, and the padded tokens take part in attention and pooling.')
         try:
             results, counts = evaluate_resolutions(
                 runner.model, dataloader_cfg, lambda loader: Runner.build_dataloader(loader, seed=runner.seed),
@@ -85,15 +90,15 @@ def main(argv: Optional[List[str]] = None) -> None:
         except ResolutionEvalError as error:
             raise SystemExit(f'{type(error).__name__}: {error}')
         print(f'\nTop-1 (%) of {osp.basename(args.checkpoint)} on {loader_name} '
-              f'({", ".join(f"{s}px: {n}" for s, n in counts.items())} images; trained as '
-              f'{type(backbone).__name__} rope_mode={backbone.rope_mode!r}; AS2DRoPE anchor {anchor[0]}x{anchor[1]} '
-              'tokens; * = training size)')
+              f'({", ".join(f"{s}px: {n}" for s, n in counts.items())} images; {type(backbone).__name__} with '
+              f'rope_mode={backbone.rope_mode!r} in the config; AS2DRoPE anchor {anchor[0]}x{anchor[1]} tokens; '
+              '* = training size)')
         print(format_table(results, args.sizes, train_size), flush=True)
         if args.out is not None:
             os.makedirs(osp.dirname(osp.abspath(args.out)), exist_ok=True)
             with open(args.out, 'w', encoding='utf-8') as file:
                 json.dump(dict(config=args.config, checkpoint=args.checkpoint, dataloader=loader_name,
-                               train_size=train_size, train_rope_mode=backbone.rope_mode, anchor=list(anchor),
+                               train_size=train_size, config_rope_mode=backbone.rope_mode, anchor=list(anchor),
                                sizes=args.sizes, num_samples={str(s): n for s, n in counts.items()},
                                top1={mode: {str(s): v for s, v in values.items()}
                                      for mode, values in results.items()}), file, indent=2)

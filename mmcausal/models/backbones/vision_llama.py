@@ -123,8 +123,8 @@ class VisionLLaMA(PlainBackbone):
         self.in_channels = in_channels
         self.with_cp = with_cp
         self.cls_rope = options['cls_rope']
-        self.rope_mode = check_rope_mode(rope_mode)
         self.window_size = window_size
+        self.rope_mode = rope_mode
         self.global_blocks = self._check_global_blocks(global_blocks, window_size, with_cls_token)
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
 
@@ -132,7 +132,7 @@ class VisionLLaMA(PlainBackbone):
                                       kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
                                       input_size=_pair(img_size))
         self.patch_resolution = self.patch_embed.init_out_size
-        self.rope_anchor = _pair(rope_anchor) if rope_anchor is not None else tuple(self.patch_resolution)
+        self.rope_anchor = rope_anchor if rope_anchor is not None else self.patch_resolution
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
         head_dim = self.embed_dims // setting['num_heads']
         self.rope_2d = RotaryEmbedding2D(head_dim, theta=rope_theta)
@@ -169,9 +169,31 @@ class VisionLLaMA(PlainBackbone):
             raise ValueError(f'window_size must be >= 0 (0 = global attention), got {window_size}.')
         if window_size and with_cls:
             raise ValueError('Windowed attention cannot place a class token; set with_cls_token=False.')
-        if window_size and self.rope_mode == '1d':
-            raise ValueError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
         return blocks
+
+    @property
+    def rope_mode(self) -> str:
+        """``'as2d' | '2d' | '1d'``; may be switched at run time (it only changes the angle tables)."""
+        return self._rope_mode
+
+    @rope_mode.setter
+    def rope_mode(self, rope_mode: str) -> None:
+        check_rope_mode(rope_mode)
+        if self.window_size and rope_mode == '1d':
+            raise ValueError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
+        self._rope_mode = rope_mode
+
+    @property
+    def rope_anchor(self) -> Tuple[int, int]:
+        """AS2DRoPE anchor grid ``(B_h, B_w)`` in tokens."""
+        return self._rope_anchor
+
+    @rope_anchor.setter
+    def rope_anchor(self, anchor: Union[int, Sequence[int]]) -> None:
+        anchor = _pair(anchor)
+        if min(anchor) <= 0:
+            raise ValueError(f'rope_anchor must be positive (tokens per side), got {anchor}.')
+        self._rope_anchor = anchor
 
     # ----------------------------------------------------------------- positions
     def rope_scale(self, grid: Tuple[int, int]) -> Tuple[float, float]:
