@@ -48,3 +48,21 @@ def test_train_tool_reports_missing_dataset_without_traceback(tmp_path):
 def test_missing_files_are_reported(args, message):
     result = _run(*args)
     assert result.returncode != 0 and message in result.stderr and 'Traceback' not in result.stderr
+
+
+def test_missing_pretrained_checkpoint_is_reported_before_training(shapes_root, tmp_path):
+    """A fine-tuning config whose MAE checkpoint was never produced names the key to set."""
+    result = _run('tools/train.py', 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
+                  '--work-dir', str(tmp_path), '--cfg-options',
+                  f'train_dataloader.dataset.data_root={shapes_root}/imagenet',
+                  f'val_dataloader.dataset.data_root={shapes_root}/imagenet',
+                  'model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained', f'model.backbone.init_cfg.checkpoint={tmp_path}/mae.pth',
+                  'model.backbone.init_cfg.prefix=backbone.')
+    assert result.returncode != 0 and 'Traceback' not in result.stderr, result.stderr[-2000:]
+    assert 'model.backbone.init_cfg.checkpoint' in result.stderr and 'mae.pth' in result.stderr
+
+
+def test_unmergeable_cfg_options_are_reported_without_traceback():
+    result = _run('tools/train.py', CLS, '--cfg-options', 'model.backbone.img_size.height=8')
+    assert result.returncode != 0 and 'Traceback' not in result.stderr
+    assert '--cfg-options could not be merged' in result.stderr

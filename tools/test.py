@@ -39,7 +39,7 @@ def main() -> None:
             runner.test_evaluator.metrics.append(DumpResults(out_file_path=args.out))
         runner.test()
 
-    run(cfg, ('test_dataloader', ), test)
+    run(cfg, ('test_dataloader', ), test, check_pretrained=False)  # load_from replaces any init
 
 
 if __name__ == '__main__':

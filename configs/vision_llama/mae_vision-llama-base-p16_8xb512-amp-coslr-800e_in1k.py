@@ -12,8 +12,10 @@
 # interchangeable with the released ones).
 # rope_mode='as2d' anchors at the img_size grid (14x14), so at 224 px it is exactly the official integer
 # 2D RoPE; every kept patch keeps the position of its original grid cell.
-# Official-code difference (notes §4): the official encoder bypasses the cls token (concatenated after
-# the last block); here it goes through the encoder. Downstream uses with_cls_token=False either way.
+# Official-code difference (notes §4): the official encoder bypasses the cls token (the raw token is
+# concatenated after the last block, before the final norm); here it goes through the encoder, as in MAE
+# (MAEVisionLLaMA's default). Set `cls_through_encoder=False` to reproduce the official encoder, e.g. to
+# continue pre-training from the released weights. Downstream uses with_cls_token=False either way.
 _base_ = 'mmpretrain::mae/mae_vit-base-p16_8xb512-amp-coslr-800e_in1k.py'
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 

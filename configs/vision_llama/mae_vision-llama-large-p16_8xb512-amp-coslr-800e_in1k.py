@@ -1,6 +1,6 @@
 # MAE pre-training of plain VisionLLaMA-L, 800 epochs (VisionLLaMA paper, appendix D.3). Same recipe as
-# the Base configs: mask 0.75, AdamW betas (0.9, 0.95), wd 0.05, 40 warm-up epochs (start factor 1e-9), cosine to 0 at epoch 800,
-# global batch 4096 = 8 GPUs x 512 and lr = 1.5e-4 * 4096 / 256 = 2.4e-3.
+# the Base configs: mask 0.75, AdamW betas (0.9, 0.95), wd 0.05, 40 warm-up epochs (start factor 1e-9),
+# cosine to 0 at epoch 800, global batch 4096 = 8 GPUs x 512 and lr = 1.5e-4 * 4096 / 256 = 2.4e-3.
 # Batch: the official VisionLLaMA-L run used 8 x 256 = 2048 images per step with the lr left at 2.4e-3
 # (notes §8.12; auto_scale_lr only acts with --auto-scale-lr, which the official scripts did not pass).
 # We keep the paper's batch 4096; to mimic the official run set train_dataloader.batch_size=256 and

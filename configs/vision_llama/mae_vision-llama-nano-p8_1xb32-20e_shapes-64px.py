@@ -3,7 +3,7 @@
 # Same algorithm as mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k.py (MAEVisionLLaMA encoder with
 # layout 'official_mae', mask ratio 0.75, stock MAE decoder, norm_pix MSE loss, AdamW betas (0.9, 0.95),
 # warm-up + cosine); only the sizes, data and schedule differ. 64-px images with patch 8 give an 8x8 grid
-# (64 patches, 16 kept). No AMP (CPU). Runs in well under a minute on 2 CPU cores.
+# (64 patches, 16 kept). No AMP (CPU). Runs in about a minute on 2 CPU cores.
 _base_ = './mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k.py'
 
 data_root = 'data/shapes/imagenet'

@@ -15,6 +15,10 @@
 # GAP norm and head x1.
 _base_ = 'mmpretrain::mae/benchmarks/vit-base-p16_8xb128-coslr-100e_in1k.py'
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
+# Our MAE pre-training output or an official MAE checkpoint converted by
+# tools/model_converters/visionllama2mmcausal.py; override with
+# --cfg-options model.backbone.init_cfg.checkpoint=PATH
+pretrained = 'work_dirs/mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k/epoch_800.pth'
 
 model = dict(
     backbone=dict(
@@ -34,7 +38,7 @@ model = dict(
         # Placeholder: a checkpoint of our MAE pre-training (mae_vision-llama-base-p16_8xb512-amp-coslr-
         # {800,1600}e_in1k.py, work_dirs/.../epoch_800.pth) or an official MAE checkpoint converted with
         # tools/model_converters/visionllama2mmcausal.py. Keys are taken from under `backbone.`.
-        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.')),
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')),
     head=dict(type='LinearClsHead', in_channels=768))
 
 optim_wrapper = dict(

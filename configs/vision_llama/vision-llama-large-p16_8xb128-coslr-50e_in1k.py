@@ -8,6 +8,10 @@
 # model.backbone.drop_path_rate=0.2.
 _base_ = 'mmpretrain::mae/benchmarks/vit-large-p16_8xb128-coslr-50e_in1k.py'
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
+# Our MAE pre-training output or an official MAE checkpoint converted by
+# tools/model_converters/visionllama2mmcausal.py; override with
+# --cfg-options model.backbone.init_cfg.checkpoint=PATH
+pretrained = 'work_dirs/mae_vision-llama-large-p16_8xb512-amp-coslr-800e_in1k/epoch_800.pth'
 
 model = dict(
     backbone=dict(
@@ -25,7 +29,7 @@ model = dict(
         # Placeholder: a checkpoint of our MAE pre-training (mae_vision-llama-large-p16_8xb512-amp-coslr-
         # {800,1600}e_in1k.py) or an official MAE checkpoint converted with
         # tools/model_converters/visionllama2mmcausal.py. Keys are taken from under `backbone.`.
-        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.')),
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')),
     head=dict(type='LinearClsHead', in_channels=1024))
 
 # mmcausal layer decay (lr(block i) = lr * 0.45 ** (24 - i)); no weight decay on norms / biases.

@@ -52,7 +52,8 @@ test_evaluator = val_evaluator
 
 max_epochs = 20
 warmup_epochs = 2
-optim_wrapper = dict(optimizer=dict(lr=2e-3), paramwise_cfg=dict(layer_decay_rate=0.45))
+# lr 4e-3 (twice the full recipe's): from scratch, layer decay 0.45 leaves the 4 blocks 0.45-0.04 of it.
+optim_wrapper = dict(optimizer=dict(lr=4e-3), paramwise_cfg=dict(layer_decay_rate=0.45))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=True, begin=0, end=warmup_epochs,
          convert_to_iter_based=True),

@@ -2,7 +2,7 @@
 import argparse
 import os
 import os.path as osp
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
@@ -40,7 +40,10 @@ def load_config(args: argparse.Namespace) -> Config:
     cfg = Config.fromfile(args.config)
     cfg.launcher = args.launcher
     if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
+        try:
+            cfg.merge_from_dict(args.cfg_options)
+        except (TypeError, KeyError) as error:
+            raise SystemExit(f'--cfg-options could not be merged into {args.config}: {error}')
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
@@ -48,12 +51,42 @@ def load_config(args: argparse.Namespace) -> Config:
     return cfg
 
 
-def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object]) -> None:
-    """Check the datasets, build the Runner and call ``action(runner)``; known user errors end the
-    program with their message instead of a traceback."""
+class PretrainedNotFoundError(FileNotFoundError):
+    """A ``Pretrained`` init or ``load_from`` names a local file that does not exist."""
+
+
+def _pretrained_paths(node: Any, where: str) -> Iterator[Tuple[str, str]]:
+    if isinstance(node, dict):
+        if node.get('type') == 'Pretrained' and isinstance(node.get('checkpoint'), str):
+            yield f'{where}.checkpoint', node['checkpoint']
+        for key, value in node.items():
+            yield from _pretrained_paths(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            yield from _pretrained_paths(value, f'{where}[{i}]')
+
+
+def check_pretrained_paths(cfg: Config) -> None:
+    """Raise :class:`PretrainedNotFoundError` naming the config key of a missing local checkpoint."""
+    paths = list(_pretrained_paths(cfg.get('model', {}).to_dict() if cfg.get('model') else {}, 'model'))
+    if cfg.get('load_from'):
+        paths.append(('load_from', cfg.load_from))
+    for key, path in paths:
+        if '://' not in path and not osp.isfile(path):
+            raise PretrainedNotFoundError(
+                f'{key} = {path!r} does not exist. Produce it first (pre-training run or a converter in '
+                f'tools/model_converters/) or point to it with --cfg-options {key}=PATH.')
+
+
+def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
+        check_pretrained: bool = True) -> None:
+    """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner and
+    call ``action(runner)``; known user errors end the program with their message instead of a traceback."""
     try:
         check_dataset_paths(cfg, dataloaders)
+        if check_pretrained:
+            check_pretrained_paths(cfg)
         runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
         action(runner)
-    except (DatasetNotFoundError, UntrustedCheckpointError, CheckpointFormatError) as error:
+    except (DatasetNotFoundError, PretrainedNotFoundError, UntrustedCheckpointError, CheckpointFormatError) as error:
         raise SystemExit(f'{type(error).__name__}: {error}')
