@@ -56,7 +56,8 @@ def test_missing_pretrained_checkpoint_is_reported_before_training(shapes_root, 
                   '--work-dir', str(tmp_path), '--cfg-options',
                   f'train_dataloader.dataset.data_root={shapes_root}/imagenet',
                   f'val_dataloader.dataset.data_root={shapes_root}/imagenet',
-                  'model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained', f'model.backbone.init_cfg.checkpoint={tmp_path}/mae.pth',
+                  'model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained',
+                  f'model.backbone.init_cfg.checkpoint={tmp_path}/mae.pth',
                   'model.backbone.init_cfg.prefix=backbone.')
     assert result.returncode != 0 and 'Traceback' not in result.stderr, result.stderr[-2000:]
     assert 'model.backbone.init_cfg.checkpoint' in result.stderr and 'mae.pth' in result.stderr

@@ -2,7 +2,7 @@
 
 The tiny CPU twins train on the embedded shapes data and learn. They also run through the upstream
 mmseg/mmdet ``tools/train.py``. The full-size configs build (on the meta device) with the specified layer-decay
-rates and window/global blocks.
+rates and window/global blocks, and run on small inputs.
 """
 import sys
 from pathlib import Path
@@ -21,7 +21,7 @@ from test_tools import SITE, _data_options, _run
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
-SEG = 'vision_llama/upernet_vision-llama-nano-p8_1xb8-300i_shapes-64x64.py'
+SEG = 'vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py'
 DET = 'vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
 SEG_FULL = 'vision_llama/upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py'
 DET_FULL = 'vision_llama/vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py'
@@ -43,7 +43,7 @@ def test_detection_twin_learns(shapes_root, tmp_path):
     runner = train(load_config(DET, shapes_root, tmp_path))
     assert _falls(history(runner, 'train/loss'))
     metrics = last_metrics(runner)
-    assert metrics['coco/bbox_mAP'] > 0.1 and metrics['coco/segm_mAP'] > 0.1, metrics
+    assert metrics['coco/bbox_mAP'] > 0.15 and metrics['coco/segm_mAP'] > 0.15, metrics
 
 
 @pytest.mark.parametrize('library,config', [('mmseg', SEG), ('mmdet', DET)])
@@ -55,14 +55,12 @@ def test_upstream_train_tools_run_the_twins(shapes_root, tmp_path, library, conf
     assert (tmp_path / 'iter_4.pth').exists()
 
 
-def _build_on_meta(relative_path: str, scope: str):
-    """The full-size model (random init, no checkpoint) on the meta device, and its config."""
+def _build(relative_path: str, scope: str):
+    """The full-size model (PyTorch default init, no checkpoint; ~3 s on CPU) in eval mode, and its config."""
     cfg = Config.fromfile(str(ROOT / 'configs' / relative_path))
     cfg.model.backbone.init_cfg = None
     init_default_scope(scope)
-    with torch.device('meta'):
-        model = MODELS.build(cfg.model)
-    return model, cfg
+    return MODELS.build(cfg.model).eval(), cfg
 
 
 def _lr_scales(model, optim_wrapper_cfg):
@@ -74,13 +72,16 @@ def _lr_scales(model, optim_wrapper_cfg):
 
 
 def test_vitdet_recipe_layer_decay_and_windows():
-    model, cfg = _build_on_meta(DET_FULL, 'mmdet')
+    model, cfg = _build(DET_FULL, 'mmdet')
     backbone = model.backbone
     assert type(backbone).__name__ == 'VisionLLaMA' and backbone.num_layers == 12 and backbone.embed_dims == 768
     assert [layer.window_size for layer in backbone.layers] == [0 if i in (2, 5, 8, 11) else 14 for i in range(12)]
     assert backbone.out_indices == [11] and not backbone.final_norm and backbone.cls_token is None
     assert backbone.rope_mode == '2d' and backbone.patch_resolution == (64, 64)
     assert type(model.neck).__name__ == 'SimpleFeaturePyramid' and model.neck.num_outs == 5
+    with torch.no_grad():  # a 20x16 grid: 14x14 windows pad it to 28x28
+        features = model.extract_feat(torch.randn(1, 3, 320, 256))
+    assert [tuple(f.shape) for f in features] == [(1, 256, 80 // 2**i, 64 // 2**i) for i in range(5)]
 
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.optim_wrapper.constructor == 'LayerDecayOptimWrapperConstructor'
@@ -106,12 +107,14 @@ def test_vitdet_recipe_layer_decay_and_windows():
 
 
 def test_upernet_recipe_layer_decay():
-    model, cfg = _build_on_meta(SEG_FULL, 'mmseg')
+    model, cfg = _build(SEG_FULL, 'mmseg')
     backbone = model.backbone
     assert type(backbone).__name__ == 'VisionLLaMA' and backbone.patch_resolution == (32, 32)
     assert backbone.out_indices == [3, 5, 7, 11] and backbone.window_size == 0 and backbone.rope_mode == '2d'
     assert backbone.layers[0].ffn.w12.weight.shape == (2 * 8192, 768)  # official MAE layout
     assert type(model.neck).__name__ == 'Feature2Pyramid'
+    with torch.no_grad():  # decode-head logits at stride 4
+        assert model(torch.randn(1, 3, 128, 160), mode='tensor').shape == (1, 150, 32, 40)
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     optimizer = cfg.optim_wrapper.optimizer
     assert (optimizer.lr, optimizer.betas, optimizer.weight_decay) == (6e-5, (0.9, 0.999), 0.05)

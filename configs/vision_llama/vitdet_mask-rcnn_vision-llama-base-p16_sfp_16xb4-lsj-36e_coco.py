@@ -4,8 +4,10 @@
 # Backbone (official `LLaMADET`): 1024x1024 input, patch 16, so a 64x64 token grid. Blocks 2, 5, 8 and 11 use global
 # attention, and the others use 14x14 windows (the grid is zero-padded to 70x70, 5x5 windows). Windowed blocks use
 # window-local RoPE positions 0..13 (the MAE pre-training grid); global blocks use the 64x64 integer grid
-# (`rope_mode='2d'`, no AS2DRoPE, as the official code ran). `mask_window_padding=False` attends to the padding like
-# the official code; True masks it. Only the last block is used (`out_indices=[11]`) and there is no final norm.
+# (`rope_mode='2d'`, no AS2DRoPE, as the official code ran). The zero padding of the overhanging windows is masked
+# out of the keys (`mask_window_padding=True`, the default); the official code attends to it, which
+# `mask_window_padding=False` reproduces (only needed to match official fine-tuned ViTDet weights; none were
+# released). Only the last block is used (`out_indices=[11]`) and there is no final norm.
 # The stride-16 map feeds mmcausal's `SimpleFeaturePyramid` (strides 4/8/16/32 + P6, 256 channels, LN2d).
 # `pretrained` is a placeholder: convert the official MAE checkpoint with
 # `tools/model_converters/visionllama2mmcausal.py` or use our MAE pre-training (see the UperNet config).
@@ -51,7 +53,7 @@ model = dict(
         rope_mode='2d',
         window_size=14,
         global_blocks=[2, 5, 8, 11],
-        mask_window_padding=False,
+        mask_window_padding=True,
         out_indices=[11],
         out_type='featmap',
         final_norm=False,

@@ -1,4 +1,5 @@
 """Layer-wise learning-rate decay (BEiT, Bao et al. 2021; ViTDet) for any model with an mmcausal backbone."""
+import logging
 from typing import List, Optional
 
 from mmengine.logging import print_log
@@ -54,4 +55,6 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             group['lr'] = group.get('lr', self.base_lr) * scale
             group['lr_scale'] = scale
             print_log(f'layer decay -- {name}: layer {layer_id}/{num_layers - 1}, lr x {scale:.4g}',
-                      logger='current')
+                      logger='current', level=logging.DEBUG)
+        print_log(f'layer decay {self.layer_decay_rate}: backbone lr x {self.layer_decay_rate}**(L - 1 - layer id) '
+                  f'over {num_layers} layer ids (per-parameter scales at DEBUG level)', logger='current')

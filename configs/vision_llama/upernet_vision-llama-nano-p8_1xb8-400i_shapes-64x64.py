@@ -3,6 +3,7 @@
 # official MAE layout and 2D RoPE, Feature2Pyramid, UPerHead, FCN auxiliary head), the layer-decay constructor and
 # the warmup + poly schedule. The data, the size, the schedule and the learning rate are changed: it trains from
 # scratch (no pretrained init), so the layer decay is mild. No AMP (plain OptimWrapper), because AMP needs a GPU.
+# About 80 s on 2 CPU cores; mIoU about 50 (45-54 over seeds and thread counts; 300 iterations gave 44-49).
 _base_ = ['./upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py']
 
 classes = ('background', 'circle', 'cross', 'square', 'triangle')
@@ -51,11 +52,11 @@ val_dataloader = dict(
                  pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
-max_iters = 300
+max_iters = 400
 warmup_iters = 20
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(lr=2e-3, weight_decay=0.01),
+    optimizer=dict(lr=4e-3, weight_decay=0.01),
     paramwise_cfg=dict(layer_decay_rate=0.9))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=warmup_iters),
