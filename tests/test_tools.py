@@ -55,9 +55,24 @@ def test_two_process_torchrun_on_cpu_with_gloo(shapes_root, tmp_path):
     ('mmpretrain', CLS, ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmseg', SEG, ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
     ('mmdet', DET, ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+    ('mmpretrain', 'configs/vision_llama/mae_vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
+     ['train_cfg.max_epochs=1', 'train_dataloader.dataset.data_root=SHAPES/imagenet']),
+    ('mmpretrain', 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
+     ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
 ])
 def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):
     kind = {'mmpretrain': 'imagenet', 'mmseg': 'ade20k', 'mmdet': 'coco'}[library]
     tool = SITE / library / '.mim' / 'tools' / 'train.py'
-    _run([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options,
-          *_data_options(shapes_root, kind)])
+    data = [] if any('SHAPES' in option for option in options) else _data_options(shapes_root, kind)
+    options = [option.replace('SHAPES', str(shapes_root)) for option in options]
+    _run([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options, *data])
+
+
+def test_backbone_memory_tool_measures_each_size_in_its_own_process():
+    config = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+    result = subprocess.run([sys.executable, 'tools/analysis_tools/backbone_memory.py', config, '--sizes', '64', '128'],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split() for line in result.stdout.strip().splitlines()[1:]]
+    assert [row[0] for row in rows] == ['64', '128'] and float(rows[1][1]) == 4.0
+    assert all(float(row[2]) > 0 for row in rows)
