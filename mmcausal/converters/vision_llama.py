@@ -16,7 +16,8 @@ official (mmengine ``state_dict``)           mmcausal (``VisionLLaMA(layout='off
 ``backbone.layers.i.ffn.w12.*``              ``backbone.layers.i.ffn.w12.*`` (``(2H, C)``: ``[gate; up]``)
 ``backbone.layers.i.ffn.w3.*``               ``backbone.layers.i.ffn.w3.*`` (``(C, H)``)
 ``backbone.ln1.*``                           ``backbone.norm.*`` (final encoder norm)
-``backbone.ln2.*`` (fine-tuned files only)   ``backbone.pool_norm.*`` (norm of the pooled feature)
+``backbone.ln2.*`` (fine-tuned files only)   ``backbone.pool_norm.*`` (norm of the pooled feature; when absent,
+                                             a fresh LayerNorm: weight 1, bias 0, as the official fine-tuning)
 ``neck.*``                                   ``neck.*`` unchanged (stock ``MAEPretrainDecoder`` names)
 ``head.*``                                   ``head.*`` unchanged
 ===========================================  ==========================================================
@@ -28,6 +29,7 @@ and ``norm.*`` are then unexpected (ignored by a non-strict load), exactly as in
 import re
 from typing import Dict
 
+import torch
 from torch import Tensor
 
 from mmcausal.models.layers import swiglu_hidden_dims
@@ -71,7 +73,12 @@ def convert_visionllama_mae(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
                            'an official mmengine MAE checkpoint (keys backbone.patch_embed.projection.*, '
                            'backbone.layers.<i>.{ln1,ln2,attn.qkv,attn.proj,ffn.w12,ffn.w3}.*, backbone.ln1.*, '
                            'neck.*, head.*).')
-    describe_visionllama_mae(converted)  # validates the shapes
+    embed_dims = describe_visionllama_mae(converted)['embed_dims']  # validates the shapes
+    # The pooled-feature norm of fine-tuning is created fresh by the official code too (its ``ln2``); store
+    # that fresh state (LayerNorm's 1 / 0) so every consumer loads the file without missing keys.
+    if 'backbone.pool_norm.weight' not in converted:
+        converted['backbone.pool_norm.weight'] = torch.ones(embed_dims)
+        converted['backbone.pool_norm.bias'] = torch.zeros(embed_dims)
     return converted
 
 
