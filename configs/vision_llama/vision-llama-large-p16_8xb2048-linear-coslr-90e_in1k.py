@@ -1,37 +1,12 @@
-# Linear probing of MAE-pre-trained plain VisionLLaMA-Large on ImageNet-1K (VisionLLaMA paper Table 14,
-# the MAE recipe; official mmpretrain linear-probe config, notes §4). Recipe inherited from mmpretrain's
-# MAE ViT linear-probe benchmark: LARS, base lr 0.1 per 256 images -> lr = 0.1 * 16384 / 256 = 6.4 at batch
-# 16384 = 8 GPUs x 2048, momentum 0.9, wd 0, 10 linear warm-up epochs then cosine to 0, 90 epochs,
-# RandomResizedCrop + flip only, AMP.
-# The whole backbone is frozen (frozen_stages=24 = all blocks, which also freezes the GAP norm); only the
-# parameter-free BatchNorm neck (ClsBatchNormNeck, affine=False) and the linear head are trained.
-# Feature: mean of the patch tokens (no cls token, no final norm), as in the official config.
-_base_ = 'mmpretrain::mae/benchmarks/vit-large-p16_8xb2048-linear-coslr-90e_in1k.py'
-custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
-# Our MAE pre-training output or an official MAE checkpoint converted by
-# tools/model_converters/visionllama2mmcausal.py; override with
-# --cfg-options model.backbone.init_cfg.checkpoint=PATH
-pretrained = 'work_dirs/mae_vision-llama-large-p16_8xb512-amp-coslr-800e_in1k/epoch_800.pth'
+# Linear probing of MAE-pre-trained plain VisionLLaMA-Large on ImageNet-1K (VisionLLaMA paper Table 14): the
+# Base linear-probe recipe (LARS lr 6.4 at batch 16384, 10 warm-up + cosine, 90 epochs) with the Large
+# encoder, fully frozen (frozen_stages=24), and 1024-d BatchNorm neck and head (as mmpretrain's ViT-L probe).
+_base_ = './vision-llama-base-p16_8xb2048-linear-coslr-90e_in1k.py'
 
 model = dict(
     backbone=dict(
-        _delete_=True,  # drop VisionTransformer-only keys
-        type='VisionLLaMA',
         arch='large',
-        img_size=224,
-        patch_size=16,
-        layout='official_mae',  # weight layout of the released MAE weights; must match pre-training
-        rope_mode='as2d',  # = integer 2D RoPE at 224 px, as in pre-training
-        with_cls_token=False,
-        out_type='avg_featmap',
-        final_norm=False,
         frozen_stages=24,
-        # Placeholder: a checkpoint of our MAE pre-training
-        # (mae_vision-llama-large-p16_8xb512-amp-coslr-*e_in1k.py) or an official MAE checkpoint converted
-        # with tools/model_converters/visionllama2mmcausal.py.
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')),
-    neck=dict(type='ClsBatchNormNeck', input_features=1024),
-    head=dict(type='VisionTransformerClsHead', in_channels=1024))
-
-# The inherited auto_scale_lr (base 1024, from the AdamW schedule) does not match lr 6.4 at batch 16384.
-auto_scale_lr = dict(base_batch_size=16384)
+        init_cfg=dict(checkpoint='work_dirs/mae_vision-llama-large-p16_8xb512-amp-coslr-800e_in1k/epoch_800.pth')),
+    neck=dict(input_features=1024),
+    head=dict(in_channels=1024))
