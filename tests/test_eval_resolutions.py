@@ -52,12 +52,8 @@ def _data_option(shapes_root: Path) -> str:
 
 
 @pytest.fixture(scope='module', autouse=True)
-def single_thread():
-    """One intra-op thread: this tiny model runs ~40x slower with two threads on a busy 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(single_thread):
+    """Every test of this module runs the tiny model single-threaded."""
 
 
 @pytest.fixture(scope='module')
@@ -66,11 +62,7 @@ def trained(shapes_root, tmp_path_factory):
     work = tmp_path_factory.mktemp('eval_resolutions')
     config = work / 'vision-llama-nano-p8_shapes-64px.py'
     config.write_text(VISION_LLAMA_CFG)
-    # The autouse trust-store fixture is function-scoped and not active here yet: point the Runner at the
-    # same store, so that the subprocess trusts the checkpoint it writes (and the user's store stays clean).
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv('MMCAUSAL_HOME', str(tmp_path_factory.getbasetemp() / 'mmcausal_home'))
-        runner = train(load_config(str(config), shapes_root, work / 'train'))
+    runner = train(load_config(str(config), shapes_root, work / 'train'))
     return config, work / 'train' / f'epoch_{EPOCHS}.pth', runner
 
 

@@ -185,23 +185,10 @@ def test_nano_twins_match_the_8x8_grid():
 
 
 @pytest.fixture(scope='module')
-def single_thread():
-    """One intra-op thread: the tiny models run many times slower with two threads on a busy 2-core box."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope='module')
 def mae_run(single_thread, shapes_root, tmp_path_factory):
     """(Runner, checkpoint path) of the tiny MAE pre-training on the shapes data."""
     work = tmp_path_factory.mktemp('vision_llama_mae')
-    # The autouse trust-store fixture is function-scoped and not active yet: use the same store, so that
-    # the checkpoint written here is trusted when the fine-tuning tests load it.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv('MMCAUSAL_HOME', str(tmp_path_factory.getbasetemp() / 'mmcausal_home'))
-        runner = train(load_config(NANO_MAE, shapes_root, work))
+    runner = train(load_config(NANO_MAE, shapes_root, work))
     return runner, work / f'epoch_{NANO_MAE_EPOCHS}.pth'
 
 

@@ -5,11 +5,11 @@
     bash tools/dist_test.sh CONFIG CHECKPOINT GPUS [args]
 """
 import argparse
-import os.path as osp
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils.cli import add_common_arguments, check_common_arguments, load_config, run
+from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
+                                run)
 from mmengine.evaluator import DumpResults
 from mmengine.runner import Runner
 
@@ -22,8 +22,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     check_common_arguments(parser, args)
-    if '://' not in args.checkpoint and not osp.isfile(args.checkpoint):
-        parser.error(f'checkpoint not found: {args.checkpoint}')
+    check_checkpoint_argument(parser, args.checkpoint)
     if args.out is not None and not args.out.endswith(('.pkl', '.pickle')):
         parser.error(f'--out must be a .pkl or .pickle file, got {args.out}')
     return args

@@ -5,11 +5,11 @@
     bash tools/dist_train.sh CONFIG GPUS [args]      # distributed; on CPU-only hosts it uses gloo
 """
 import argparse
-import os.path as osp
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils.cli import add_common_arguments, check_common_arguments, load_config, run
+from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
+                                run)
 from mmengine.config import Config
 from mmengine.device import get_device
 
@@ -30,9 +30,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     check_common_arguments(parser, args)
-    if args.resume not in (None, RESUME_LATEST) and '://' not in args.resume \
-            and not osp.isfile(args.resume):
-        parser.error(f'checkpoint to resume from not found: {args.resume}')
+    if args.resume not in (None, RESUME_LATEST):
+        check_checkpoint_argument(parser, args.resume, 'checkpoint to resume from')
     if args.amp and get_device() == 'cpu':
         parser.error('--amp needs a GPU (mmengine\'s AmpOptimWrapper cannot run on CPU) and none '
                      'is available here; train without --amp.')

@@ -1,7 +1,10 @@
-"""What every official-checkpoint converter shares: safe loading, unwrapping, saving."""
+"""What every official-checkpoint converter shares: safe loading, unwrapping, key renaming, saving, the CLI."""
+import argparse
 import os
 import os.path as osp
-from typing import Dict, Optional
+import re
+import sys
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -33,3 +36,41 @@ def save_checkpoint(state_dict: Dict[str, Tensor], path: str, meta: Optional[dic
     """Save ``{'state_dict', 'meta'}`` with plain types only, so it loads with ``weights_only=True``."""
     os.makedirs(osp.dirname(osp.abspath(path)), exist_ok=True)
     torch.save(dict(state_dict=state_dict, meta=dict(meta or {})), path)
+
+
+def rename_key(key: str, renames: Sequence[Tuple[str, str]]) -> Optional[str]:
+    """``key`` rewritten by the first ``(pattern, replacement)`` regex that matches it, or ``None``."""
+    for pattern, replacement in renames:
+        new_key, count = re.subn(pattern, replacement, key)
+        if count:
+            return new_key
+    return None
+
+
+def converter_main(prog: str, description: str, src_help: str,
+                   convert: Callable[[Dict[str, Tensor]], Dict[str, Tensor]],
+                   describe: Optional[Callable[[Dict[str, Tensor]], Tuple[dict, str]]] = None) -> None:
+    """The command line every ``tools/model_converters/*2mmcausal.py`` shares: ``SRC DST [--trust]``.
+
+    Loads SRC safely, converts it, optionally prints ``describe(converted)[1]`` and stores its
+    ``[0]`` in the checkpoint meta, saves DST; a bad file ends with ``prog: message`` and exit status 1.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('src', help=src_help)
+    parser.add_argument('dst', help='output mmcausal checkpoint (.pth)')
+    parser.add_argument('--trust', action='store_true',
+                        help='allow full unpickling of SRC (only for files from a source you trust)')
+    args = parser.parse_args()
+    try:
+        state_dict = convert(load_source_state_dict(args.src, trust=args.trust))
+    except (OSError, RuntimeError, ValueError, KeyError) as error:
+        # KeyError's str() is the repr of its message; show the message itself
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        sys.exit(f'{prog}: {message}')
+    meta = dict(converted_from=args.src, converter=prog)
+    if describe is not None:
+        meta['architecture'], text = describe(state_dict)
+        print(text)
+    save_checkpoint(state_dict, args.dst, meta=meta)
+    print(f'Saved {len(state_dict)} tensors to {args.dst}')

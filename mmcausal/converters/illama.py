@@ -21,6 +21,8 @@ from typing import Dict
 import torch
 from torch import Tensor
 
+from .common import rename_key
+
 _RENAMES = (
     (r'^cls_token$', 'backbone.cls_token'),
     (r'^pos_embed$', 'backbone.pos_embed'),
@@ -44,11 +46,8 @@ def convert_illama(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
             continue
         if re.match(r'^blocks\.\d+\.mlp\.fc3\.weight$', key):
             continue  # fused with fc1 above
-        for pattern, replacement in _RENAMES:
-            new_key, count = re.subn(pattern, replacement, key)
-            if count:
-                converted[new_key] = value
-                break
-        else:
+        new_key = rename_key(key, _RENAMES)
+        if new_key is None:
             raise KeyError(f'Unexpected key {key!r} in the iLLaMA checkpoint; is this an official iLLaMA file?')
+        converted[new_key] = value
     return converted

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from mmcausal.models.layers import swiglu_hidden_dims
+from .common import rename_key
 
 _PARAM = r'\.(weight|bias)$'
 _RENAMES = (
@@ -63,16 +64,13 @@ def convert_visionllama_mae(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
     for key, value in official.items():
         if _DROPPED.match(key):
             continue
-        for pattern, replacement in _RENAMES:
-            new_key, count = re.subn(pattern, replacement, key)
-            if count:
-                converted[new_key] = value
-                break
-        else:
+        new_key = rename_key(key, _RENAMES)
+        if new_key is None:
             raise KeyError(f'Unexpected key {key!r} in the VisionLLaMA MAE checkpoint; expected the state_dict of '
                            'an official mmengine MAE checkpoint (keys backbone.patch_embed.projection.*, '
                            'backbone.layers.<i>.{ln1,ln2,attn.qkv,attn.proj,ffn.w12,ffn.w3}.*, backbone.ln1.*, '
                            'neck.*, head.*).')
+        converted[new_key] = value
     embed_dims = describe_visionllama_mae(converted)['embed_dims']  # validates the shapes
     # The pooled-feature norm of fine-tuning is created fresh by the official code too (its ``ln2``); store
     # that fresh state (LayerNorm's 1 / 0) so every consumer loads the file without missing keys.

@@ -32,6 +32,12 @@ def check_common_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         parser.error(f'config file not found: {args.config}')
 
 
+def check_checkpoint_argument(parser: argparse.ArgumentParser, path: str, what: str = 'checkpoint') -> None:
+    """Reject a local checkpoint path that does not exist (URLs are left to the loader)."""
+    if '://' not in path and not osp.isfile(path):
+        parser.error(f'{what} not found: {path}')
+
+
 def load_config(args: argparse.Namespace) -> Config:
     """Load ``args.config`` and apply ``--cfg-options``, ``--launcher`` and ``--work-dir``.
 

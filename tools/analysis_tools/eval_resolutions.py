@@ -21,7 +21,8 @@ from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
 from mmcausal.models.layers import ROPE_MODES
-from mmcausal.utils.cli import add_common_arguments, check_common_arguments, load_config, run
+from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
+                                run)
 from mmcausal.utils.resolution_eval import (ResolutionEvalError, evaluate_resolutions, format_table,
                                             rope_backbone)
 from mmengine.runner import Runner
@@ -49,8 +50,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     check_common_arguments(parser, args)
-    if '://' not in args.checkpoint and not osp.isfile(args.checkpoint):
-        parser.error(f'checkpoint not found: {args.checkpoint}')
+    check_checkpoint_argument(parser, args.checkpoint)
     if args.launcher != 'none':
         parser.error('this tool evaluates in a single process; run it with --launcher none')
     if args.out is not None and not args.out.endswith('.json'):

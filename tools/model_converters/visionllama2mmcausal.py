@@ -12,36 +12,16 @@ The source is read with ``torch.load(weights_only=True)``. Full mmengine trainin
 the message hub and optimizer state and are refused unless you pass ``--trust`` (only for files whose
 origin you trust: unpickling can run arbitrary code).
 """
-import argparse
-import sys
-
-from mmcausal.converters import (convert_visionllama_mae, describe_visionllama_mae, format_architecture,
-                                 load_source_state_dict, save_checkpoint)
+from mmcausal.converters import (convert_visionllama_mae, converter_main, describe_visionllama_mae,
+                                 format_architecture)
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('src', help='official VisionLLaMA MAE checkpoint (mmengine .pth)')
-    parser.add_argument('dst', help='output mmcausal checkpoint (.pth)')
-    parser.add_argument('--trust', action='store_true',
-                        help='allow full unpickling of SRC (only for files from a source you trust)')
-    return parser.parse_args()
-
-
-def main() -> None:
-    args = parse_args()
-    try:
-        state_dict = convert_visionllama_mae(load_source_state_dict(args.src, trust=args.trust))
-    except (OSError, RuntimeError, ValueError, KeyError) as error:
-        # KeyError's str() is the repr of its message; show the message itself
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        sys.exit(f'visionllama2mmcausal: {message}')
+def describe(state_dict: dict) -> tuple:
+    """(architecture read from the weights, its printable summary)."""
     info = describe_visionllama_mae(state_dict)
-    print(format_architecture(info))
-    save_checkpoint(state_dict, args.dst,
-                    meta=dict(converted_from=args.src, converter='visionllama2mmcausal', architecture=info))
-    print(f'Saved {len(state_dict)} tensors to {args.dst}')
+    return info, format_architecture(info)
 
 
 if __name__ == '__main__':
-    main()
+    converter_main('visionllama2mmcausal', __doc__, 'official VisionLLaMA MAE checkpoint (mmengine .pth)',
+                   convert_visionllama_mae, describe)
