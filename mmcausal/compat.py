@@ -7,8 +7,8 @@ tools through a config's ``custom_imports = dict(imports=['mmcausal'])`` - gets 
 
 Names patched in mmengine:
 
-* ``CheckpointLoader`` scheme ``''`` (local files)       -> :func:`patch_checkpoint_loading`
-* ``mmengine.runner.runner.save_checkpoint``              -> :func:`patch_runner_save_checkpoint`
+* ``torch`` and ``load_url`` in ``mmengine.runner.checkpoint``, scheme ``file://``
+                                                           -> :func:`patch_checkpoint_loading`
 * ``init_dist`` in ``mmengine.dist.utils``, ``mmengine.dist``, ``mmengine.runner.runner``,
   ``mmengine._strategy.distributed``                       -> :func:`patch_init_dist_for_cpu`
 * ``MMDistributedDataParallel.__init__``                   -> :func:`patch_ddp_for_cpu`
@@ -22,18 +22,22 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
+import os
 import os.path as osp
 import sys
+import types
+import urllib.parse
+import urllib.request
 import warnings
 from typing import Any, Callable, Iterator, Optional
 
 import torch
 from mmengine.device import get_device
-from mmengine.fileio import LocalBackend, get_file_backend
 from mmengine.model import MMDistributedDataParallel
 from mmengine.runner import CheckpointLoader
 
-from mmcausal.utils.checkpoint_trust import load_checkpoint_file, trust_checkpoint
+from mmcausal.utils.checkpoint_loading import load_checkpoint_file
 
 _SHIM_FLAG = '__mmcausal_shim__'
 
@@ -44,68 +48,79 @@ def _is_shim(func: Callable) -> bool:
 
 
 def _install(name: str, new: Callable, *modules: str) -> None:
-    """Mark ``new`` as a shim and bind it to ``name`` in every listed module.
+    """Mark ``new`` as a shim and bind it to ``name`` in every listed module that has that name.
 
-    Modules that did ``from x import name`` hold their own reference, so each must be patched.
+    Modules that did ``from x import name`` hold their own reference, so each must be patched. A module
+    that does not exist in the installed mmengine (e.g. ``mmengine._strategy`` before 0.8), or that no
+    longer imports ``name``, is skipped: a shim never makes ``import mmcausal`` fail.
     """
     setattr(new, _SHIM_FLAG, True)
-    for module in modules:
-        setattr(importlib.import_module(module), name, new)
+    for module_name in modules:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, name):
+            setattr(module, name, new)
 
 
 # --------------------------------------------------------------------------------------------------
-# S1. Checkpoints under torch.load(weights_only=True)
+# S1. Checkpoints: every scheme through the safe loader
 # --------------------------------------------------------------------------------------------------
-def _load_from_local(filename: str, map_location: Optional[Any] = None) -> Any:
-    """mmengine local-file loader that refuses untrusted pickles (see ``checkpoint_trust``)."""
-    return load_checkpoint_file(filename, map_location)
+class _TorchWithSafeLoad(types.ModuleType):
+    """``torch`` as ``mmengine.runner.checkpoint`` sees it: the same module, but ``load`` is mmcausal's."""
+
+    def __init__(self) -> None:
+        super().__init__('torch', 'torch, with load() = mmcausal.utils.load_checkpoint_file')
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+    @staticmethod
+    def load(f: Any, map_location: Optional[Any] = None, **kwargs: Any) -> Any:
+        """``torch.load`` for mmengine: weights-only with mmcausal's allow-list, whatever is asked."""
+        return load_checkpoint_file(f, map_location)
+
+
+def _load_url(url: str, model_dir: Optional[str] = None, map_location: Optional[Any] = None,
+              progress: bool = True, check_hash: bool = False, file_name: Optional[str] = None) -> Any:
+    """``load_url`` for mmengine: download into torch's hub cache as torch does, then load safely."""
+    model_dir = model_dir or osp.join(torch.hub.get_dir(), 'checkpoints')
+    os.makedirs(model_dir, exist_ok=True)
+    cached = osp.join(model_dir, file_name or osp.basename(urllib.parse.urlparse(url).path))
+    if not osp.exists(cached):
+        sys.stderr.write(f'Downloading: "{url}" to {cached}\n')
+        match = torch.hub.HASH_REGEX.search(osp.basename(cached)) if check_hash else None
+        torch.hub.download_url_to_file(url, cached, match.group(1) if match else None, progress=progress)
+    return load_checkpoint_file(cached, map_location, name=url)
+
+
+def _load_from_file_url(filename: str, map_location: Optional[Any] = None) -> Any:
+    """``file://`` URLs (mmengine has no such scheme; they would reach ``torch.load`` as a path)."""
+    path = urllib.request.url2pathname(urllib.parse.urlparse(filename).path)
+    return load_checkpoint_file(path, map_location, name=filename)
 
 
 def patch_checkpoint_loading() -> None:
-    """Route mmengine's local checkpoint loading through :func:`load_checkpoint_file`.
+    """Make every scheme of mmengine's ``CheckpointLoader`` load through :func:`load_checkpoint_file`.
 
-    Breaks: since torch 2.6 ``torch.load`` defaults to ``weights_only=True``; mmengine 0.10.7's
-    ``load_from_local`` (``runner/checkpoint.py:347``) passes nothing, and Runner checkpoints pickle
-    ``HistoryBuffer`` and numpy scalars, so ``resume``, ``load_from``, ``Pretrained`` init and
-    ``init_model``/``init_detector`` raise ``UnpicklingError``. Rather than turning weights_only off
-    (upstream fix: open-mmlab/mmengine#1670, commits 151a87ab/93afd47d, only on ``main``), files are
-    loaded weights-only unless trusted. Delete when an mmengine release loads checkpoints safely and
-    Runner checkpoints load under weights_only (no release after 0.10.7 as of 2026-11).
+    Breaks: mmengine 0.10.7 calls ``torch.load`` without ``weights_only`` (``runner/checkpoint.py``:
+    local files, ``open-mmlab://`` files, ``pavi://``, ``s3://``) and ``http(s)://`` (also
+    ``torchvision://``, ``open-mmlab://``, ``mmcls://``, which resolve to URLs) goes through
+    ``torch.hub.load_state_dict_from_url``, which passes ``weights_only=False`` and so unpickles anything.
+    Under torch >= 2.6 the first fail on Runner checkpoints (``HistoryBuffer``), the second runs any
+    payload. The fix on mmengine ``main`` (open-mmlab/mmengine#1670) passes ``weights_only=False``
+    everywhere, which is unsafe, so this shim stays even after a release: inside
+    ``mmengine.runner.checkpoint`` (only there) ``torch.load`` is the safe loader, ``load_url`` downloads
+    and then loads safely, and ``file://`` becomes a scheme. Code outside that module is untouched.
     """
-    CheckpointLoader.register_scheme(prefixes='', loader=_load_from_local, force=True)
+    from mmengine.runner import checkpoint as checkpoint_module
 
-
-def _is_local_path(filename: str, backend_args: Optional[dict]) -> bool:
-    """Whether mmengine stores ``filename`` on the local file system."""
-    return isinstance(get_file_backend(filename, backend_args=backend_args), LocalBackend)
-
-
-def patch_runner_save_checkpoint() -> None:
-    """Record every checkpoint a ``Runner`` writes to local disk in the trust store.
-
-    Needed by :func:`patch_checkpoint_loading`: a Runner must be able to resume from the files it
-    wrote itself (they pickle ``HistoryBuffer``). ``Runner.save_checkpoint`` (used by
-    ``CheckpointHook`` for periodic, best and last checkpoints) calls the name it imported from
-    ``mmengine.runner.checkpoint``, so only the Runner's saves are recorded, not every caller of
-    ``mmengine.runner.save_checkpoint``. Saves through the deprecated ``file_client_args`` and
-    remote backends are not recorded. Delete together with :func:`patch_checkpoint_loading`.
-    """
-    from mmengine.runner import runner as runner_module
-
-    save = runner_module.save_checkpoint
-    if _is_shim(save):
+    if isinstance(checkpoint_module.torch, _TorchWithSafeLoad):
         return
-
-    @functools.wraps(save)
-    def save_checkpoint(checkpoint: dict,
-                        filename: str,
-                        file_client_args: Optional[dict] = None,
-                        backend_args: Optional[dict] = None) -> None:
-        save(checkpoint, filename, file_client_args=file_client_args, backend_args=backend_args)
-        if file_client_args is None and _is_local_path(filename, backend_args):
-            trust_checkpoint(filename)
-
-    _install('save_checkpoint', save_checkpoint, 'mmengine.runner.runner')
+    checkpoint_module.torch = _TorchWithSafeLoad()
+    checkpoint_module.load_url = _load_url
+    CheckpointLoader.register_scheme(prefixes='file://', loader=_load_from_file_url, force=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -194,8 +209,8 @@ def patch_builtin_module_check() -> None:
     from mmengine.config import utils as config_utils
 
     original = config_utils._is_builtin_module
-    if _is_shim(original):
-        return
+    if _is_shim(original) or all(original(name) for name in ('os', 'math', 'os.path')):
+        return  # already patched, or an mmengine with the upstream fix
 
     @functools.wraps(original)
     def _is_builtin_module(module_name: str) -> bool:
@@ -251,8 +266,8 @@ def patch_package_lookup() -> None:
     """
     from mmengine.utils import package_utils
 
-    if _is_shim(package_utils.is_installed):
-        return
+    if _is_shim(package_utils.is_installed) or 'pkg_resources' not in inspect.getsource(package_utils):
+        return  # already patched, or an mmengine with the upstream fix
     users = ('mmengine.utils.package_utils', 'mmengine.utils', 'mmengine.config.config')
     _install('is_installed', _is_installed, *users)
     _install('get_installed_path', _get_installed_path, *users, 'mmengine.hub.hub')
@@ -261,7 +276,6 @@ def patch_package_lookup() -> None:
 def apply_all() -> None:
     """Apply every shim (idempotent)."""
     patch_checkpoint_loading()
-    patch_runner_save_checkpoint()
     patch_init_dist_for_cpu()
     patch_ddp_for_cpu()
     patch_builtin_module_check()

@@ -18,14 +18,6 @@ def shapes_root(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope='session', autouse=True)
-def isolated_trust_store(tmp_path_factory):
-    """Keep the checkpoint trust store of every test, module fixture and subprocess out of the user's home."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv('MMCAUSAL_HOME', str(tmp_path_factory.getbasetemp() / 'mmcausal_home'))
-        yield
-
-
 @pytest.fixture(scope='module')
 def single_thread():
     """One intra-op thread for the tiny models: with two threads they run many times slower on a busy

@@ -1,12 +1,16 @@
 """Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
 import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+from mmcausal.utils import load_checkpoint_file
 
 pytestmark = pytest.mark.e2e
 
@@ -39,16 +43,34 @@ def _run(args: list, timeout: int = 600, **env: str) -> subprocess.CompletedProc
     return result
 
 
-def test_two_process_torchrun_on_cpu_with_gloo(shapes_root, tmp_path):
-    result = _run([
-        'bash', 'tools/dist_train.sh', CLS, '2', '--work-dir', str(tmp_path), '--cfg-options',
-        'train_cfg.max_epochs=2', 'train_cfg.val_interval=2', *_data_options(shapes_root, 'imagenet')
-    ], PYTHON=sys.executable, PORT=str(_free_port()))
+def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tmp_path):
+    """Two gloo ranks train 2 epochs; a second job trains 1 epoch, its checkpoint is copied into a fresh
+    work dir with a fresh HOME (a requeued job in a new container) and resumed to epoch 2."""
+    def dist_train(work_dir, epochs, *extra, **env):
+        return _run([
+            'bash', 'tools/dist_train.sh', CLS, '2', '--work-dir', str(work_dir), *extra, '--cfg-options',
+            f'train_cfg.max_epochs={epochs}', 'train_cfg.val_interval=2', 'default_hooks.checkpoint.interval=1',
+            *_data_options(shapes_root, 'imagenet')
+        ], PYTHON=sys.executable, PORT=str(_free_port()), **env)
+
+    result = dist_train(tmp_path / 'straight', 2)
     log = result.stdout + result.stderr
     assert 'Distributed training: True' in log
     assert 'gloo' in log.lower()
-    assert (tmp_path / 'epoch_2.pth').exists()
     assert 'accuracy/top1' in log
+
+    dist_train(tmp_path / 'first', 1)
+    container = tmp_path / 'container'
+    (container / 'work').mkdir(parents=True)
+    (container / 'home').mkdir()
+    shutil.copy(tmp_path / 'first' / 'epoch_1.pth', container / 'work' / 'epoch_1.pth')
+    result = dist_train(container / 'work', 2, '--resume', str(container / 'work' / 'epoch_1.pth'),
+                        HOME=str(container / 'home'))
+    assert 'resumed epoch: 1' in result.stdout + result.stderr
+    straight = load_checkpoint_file(str(tmp_path / 'straight' / 'epoch_2.pth'))['state_dict']
+    resumed = load_checkpoint_file(str(container / 'work' / 'epoch_2.pth'))['state_dict']
+    for name, value in straight.items():
+        torch.testing.assert_close(resumed[name], value, rtol=0, atol=0, msg=name)
 
 
 @pytest.mark.parametrize('library,config,options', [

@@ -9,20 +9,23 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from mmcausal.utils import load_checkpoint_file
+from mmcausal.utils import extract_checkpoint_data
 
 WRAPPER_KEYS = ('model', 'module', 'state_dict')
 
 
-def load_source_state_dict(path: str, trust: bool = False) -> Dict[str, Tensor]:
+def load_source_state_dict(path: str) -> Dict[str, Tensor]:
     """Load an official checkpoint (flat, or wrapped under ``model``/``module``/``state_dict``).
 
-    Loads with ``weights_only=True``; a file that pickles more than tensors (e.g. an argparse ``args``)
-    is refused with a message explaining the ``--trust`` opt-in, unless ``trust`` is set.
+    Research checkpoints often pickle more than tensors (an argparse ``args``, a yacs config, an
+    optimizer): :func:`~mmcausal.utils.extract_checkpoint_data` takes the tensors out without running
+    any of the file's code, whatever else it holds.
     """
     if not osp.isfile(path):
         raise FileNotFoundError(f'Checkpoint {path!r} does not exist.')
-    checkpoint = load_checkpoint_file(path, map_location='cpu', trust=trust)
+    checkpoint, foreign = extract_checkpoint_data(path, map_location='cpu')
+    if foreign:
+        print(f'{path}: ignored objects of {", ".join(foreign)} (kept as inert data, never executed)')
     for key in WRAPPER_KEYS:
         if isinstance(checkpoint, dict) and key in checkpoint and isinstance(checkpoint[key], dict):
             checkpoint = checkpoint[key]
@@ -50,7 +53,7 @@ def rename_key(key: str, renames: Sequence[Tuple[str, str]]) -> Optional[str]:
 def converter_main(prog: str, description: str, src_help: str,
                    convert: Callable[[Dict[str, Tensor]], Dict[str, Tensor]],
                    describe: Optional[Callable[[Dict[str, Tensor]], Tuple[dict, str]]] = None) -> None:
-    """The command line every ``tools/model_converters/*2mmcausal.py`` shares: ``SRC DST [--trust]``.
+    """The command line every ``tools/model_converters/*2mmcausal.py`` shares: ``SRC DST``.
 
     Loads SRC safely, converts it, optionally prints ``describe(converted)[1]`` and stores its
     ``[0]`` in the checkpoint meta, saves DST; a bad file ends with ``prog: message`` and exit status 1.
@@ -59,11 +62,9 @@ def converter_main(prog: str, description: str, src_help: str,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('src', help=src_help)
     parser.add_argument('dst', help='output mmcausal checkpoint (.pth)')
-    parser.add_argument('--trust', action='store_true',
-                        help='allow full unpickling of SRC (only for files from a source you trust)')
     args = parser.parse_args()
     try:
-        state_dict = convert(load_source_state_dict(args.src, trust=args.trust))
+        state_dict = convert(load_source_state_dict(args.src))
     except (OSError, RuntimeError, ValueError, KeyError) as error:
         # KeyError's str() is the repr of its message; show the message itself
         message = error.args[0] if isinstance(error, KeyError) and error.args else error

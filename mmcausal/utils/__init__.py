@@ -1,9 +1,11 @@
 """Small utilities shared by mmcausal and its tools."""
-from .checkpoint_trust import (CheckpointFormatError, UntrustedCheckpointError, is_trusted,
-                               load_checkpoint_file, trust_checkpoint, trust_store_path)
+from .checkpoint_loading import (UNSAFE_LOAD_ENV, CheckpointFormatError, ForeignObject, UnsafeCheckpointError,
+                                 allowed_global_names, allowed_globals, extract_checkpoint_data, load_checkpoint_file)
 from .dataset_check import DatasetNotFoundError, check_dataset_paths
+from .errors import UserInputError
 
 __all__ = [
-    'CheckpointFormatError', 'UntrustedCheckpointError', 'is_trusted', 'load_checkpoint_file',
-    'trust_checkpoint', 'trust_store_path', 'DatasetNotFoundError', 'check_dataset_paths'
+    'UNSAFE_LOAD_ENV', 'CheckpointFormatError', 'ForeignObject', 'UnsafeCheckpointError', 'allowed_global_names',
+    'allowed_globals', 'extract_checkpoint_data', 'load_checkpoint_file', 'DatasetNotFoundError', 'check_dataset_paths',
+    'UserInputError'
 ]

@@ -2,9 +2,9 @@
 
     python tools/model_converters/illama2mmcausal.py illama_base.pth checkpoints/illama-base_in1k.pth
 
-The source may be flat or wrapped under ``model``. It is read with ``torch.load(weights_only=True)``;
-official *training* checkpoints also pickle an ``argparse.Namespace`` and are refused unless you pass
-``--trust`` (only for files whose origin you trust: unpickling can run arbitrary code).
+The source may be flat or wrapped under ``model``. It is read without running any of its code
+(``mmcausal.utils.extract_checkpoint_data``): official *training* checkpoints also pickle an
+``argparse.Namespace`` and the optimizer; only the weights are taken.
 """
 from mmcausal.converters import convert_illama, converter_main
 

@@ -8,9 +8,9 @@ The output keeps the ``backbone.`` / ``neck.`` / ``head.`` prefixes: fine-tuning
 pre-training config can resume from it (the decoder keeps mmpretrain's names). The encoder architecture,
 including the SwiGLU width, is read from the weights and printed.
 
-The source is read with ``torch.load(weights_only=True)``. Full mmengine training checkpoints also pickle
-the message hub and optimizer state and are refused unless you pass ``--trust`` (only for files whose
-origin you trust: unpickling can run arbitrary code).
+The source is read without running any of its code (``mmcausal.utils.extract_checkpoint_data``); full
+mmengine training checkpoints also hold the message hub and optimizer state, of which only the weights
+are taken.
 """
 from mmcausal.converters import (convert_visionllama_mae, converter_main, describe_visionllama_mae,
                                  format_architecture)

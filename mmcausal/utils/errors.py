@@ -1,0 +1,12 @@
+"""The base class of every error that comes from the user's input (config, data, checkpoint, image size).
+
+The command-line tools (``tools/train.py``, ``tools/test.py``, the converters) end such errors with their
+one-line message instead of a traceback; anything else is a bug and keeps its traceback.
+"""
+
+
+class UserInputError(Exception):
+    """An error the user fixes by changing a config, a file or a command-line argument.
+
+    Its message must say what to change.
+    """
