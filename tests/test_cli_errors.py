@@ -1,12 +1,26 @@
 """Bad input to the command-line tools ends with a message that says what to change, not a traceback."""
+import importlib.util
+import io
+import json
+import re
+import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable, List
 
+import numpy as np
 import pytest
+import torch
 from mmengine.config import Config
+from PIL import Image
 
+from mmcausal.models.backbones.base import BackboneConfigError, ImageBatchError
 from mmcausal.utils import DatasetNotFoundError, check_dataset_paths
+from mmcausal.utils.cli import ConfigError, find_user_error, one_line, user_errors_end_in_one_line
+from mmcausal.utils.dataset_check import DatasetFormatError
+from mmcausal.utils.errors import UserInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
@@ -33,37 +47,358 @@ def test_wrapped_dataset_is_checked(tmp_path):
         check_dataset_paths(cfg, ('train_dataloader', ))
 
 
-def test_train_tool_reports_missing_dataset_without_traceback(tmp_path):
-    result = _run('tools/train.py', CLS, '--work-dir', str(tmp_path),
-                  '--cfg-options', f'train_dataloader.dataset.data_root={tmp_path}/nothing')
-    assert result.returncode != 0
-    assert 'does not exist' in result.stderr and 'Traceback' not in result.stderr
+# ---------------------------------------------------------------------------------------------------------------
+# One line for every error that comes from the user's config, data or checkpoint (issue 7, section 7).
+# ---------------------------------------------------------------------------------------------------------------
+SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
+VL_SEG = 'configs/vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py'
+VL_CLS = 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py'
+VL_DET = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
 
 
-@pytest.mark.parametrize('args,message', [
-    (['tools/train.py', 'configs/illama/nope.py'], 'config file not found'),
-    (['tools/train.py', CLS, '--resume', 'missing.pth'], 'not found'),
-    (['tools/test.py', CLS, 'missing.pth'], 'not found'),
+def _tool(name: str):
+    """``tools/<name>.py`` as a module (its ``main(argv)`` runs in this process)."""
+    spec = importlib.util.spec_from_file_location(f'mmcausal_tool_{name}', ROOT / 'tools' / f'{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def tools():
+    return dict(train=_tool('train'), test=_tool('test'))
+
+
+def _small_data(root: Path, kind: str) -> Path:
+    """A few images of the shapes data in the ``kind`` layout (``imagenet`` / ``ade20k`` / ``coco``)."""
+    from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
+    path = root / kind
+    {'imagenet': lambda: make_imagenet_like(str(path), num_train_per_class=2, num_val_per_class=1),
+     'ade20k': lambda: make_ade20k_like(str(path), num_train=4, num_val=2),
+     'coco': lambda: make_coco_like(str(path), num_train=4, num_val=2)}[kind]()
+    return path
+
+
+def _data_options(config: str, root: Path) -> List[str]:
+    options = [f'{loader}.dataset.data_root={root}' for loader in ('train_dataloader', 'val_dataloader',
+                                                                  'test_dataloader')]
+    if 'mask-rcnn' in config:
+        options += [f'{evaluator}.ann_file={root}/annotations/instances_val2017.json'
+                    for evaluator in ('val_evaluator', 'test_evaluator')]
+    # Should a case not fail, it trains one short epoch / a few iterations instead of the whole schedule.
+    options += ['train_cfg.max_iters=2', 'train_cfg.val_interval=2'] if 'upernet' in config else \
+        ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']
+    return options + ['train_dataloader.num_workers=1', 'val_dataloader.num_workers=0',
+                      'test_dataloader.num_workers=0', 'val_dataloader.persistent_workers=False',
+                      'test_dataloader.persistent_workers=False']
+
+
+def _options(*options: str) -> Callable[[Path, Path], List[str]]:
+    """A case that only adds command-line arguments (``{work}`` is replaced by the work dir)."""
+    return lambda root, work: [option.format(work=work) for option in options]
+
+
+def _edits(change: Callable[[Path], object], *options: str) -> Callable[[Path, Path], List[str]]:
+    """A case that damages the data under its root with ``change(root)`` (then adds ``options``)."""
+    def prepare(root: Path, work: Path) -> List[str]:
+        change(root)
+        return list(options)
+    return prepare
+
+
+def _rewrite_json(path: Path, change: Callable[[dict], None]) -> None:
+    content = json.loads(path.read_text())
+    change(content)
+    path.write_text(json.dumps(content))
+
+
+def _first(folder: Path, pattern: str) -> Path:
+    return sorted(folder.rglob(pattern))[0]
+
+
+def _mark_label(path: Path, value: int) -> None:
+    label = np.asarray(Image.open(path)).copy()
+    label[:4, :4] = value
+    Image.fromarray(label).save(path)
+
+
+def _checkpoint(content: Callable[[], bytes], *options: str) -> Callable[[Path, Path], List[str]]:
+    """A ``tools/test.py`` case: the checkpoint argument is a file holding ``content()``."""
+    def prepare(root: Path, work: Path) -> List[str]:
+        path = work.parent / 'model.pth'
+        path.write_bytes(content())
+        return [str(path), *options]
+    return prepare
+
+
+def _saved(obj: object, keep: int = -1) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()[:keep] if keep > 0 else buffer.getvalue()
+
+
+COCO_TRAIN = 'annotations/instances_train2017.json'
+# (id, tool, config, data layout, prepare(data_root, work_dir) -> extra arguments, exit status, message pattern).
+# Exit status 2: argparse usage errors; 1: every other user error, one line ``<ErrorType>: <what to change>``.
+CATALOGUE = [
+    # --- configs ---
+    ('config-missing', 'train', 'configs/illama/nope.py', None, _options(), 2, 'config file not found'),
+    ('config-syntax-error', 'train', None, None, None, 1, r'ConfigError: .*bad\.py could not be loaded'),
+    ('cfg-options-unmergeable', 'train', CLS, 'imagenet', _options('model.backbone.img_size.height=8'), 1,
+     'ConfigError: --cfg-options could not be merged'),
+    ('cls-unknown-arch', 'train', CLS, 'imagenet', _options('model.backbone.arch=huge'), 1,
+     r"BackboneConfigError: Unknown arch 'huge'; choose one of"),
+    ('cls-bad-out-type', 'train', CLS, 'imagenet', _options('model.backbone.out_type=bogus'), 1,
+     r"BackboneConfigError: Unknown out_type 'bogus'"),
+    ('cls-unknown-type', 'train', CLS, 'imagenet', _options('model.backbone.type=NoSuchBackbone'), 1,
+     r"ConfigError: the config names type 'NoSuchBackbone', which is not registered"),
+    ('seg-vision-llama-unknown-arch', 'train', VL_SEG, 'ade20k', _options('model.backbone.arch=huge'), 1,
+     r"BackboneConfigError: Unknown arch 'huge'"),
+    ('cls-unknown-mask-mode', 'train', CLS, 'imagenet', _options('model.backbone.mask_mode=sideways'), 1,
+     r"AttentionConfigError: Unknown attention mask_mode 'sideways'"),
+    ('det-vision-llama-negative-window', 'train', VL_DET, 'coco', _options('model.backbone.window_size=-1'), 1,
+     r'BackboneConfigError: window_size must be >= 0'),
+    ('det-out-indices', 'train', DET, 'coco', _options('model.backbone.out_indices=[99]'), 1,
+     r'BackboneConfigError: out_indices \[99\] out of range for 4 blocks'),
+    # --- checkpoints ---
+    ('resume-missing', 'train', CLS, 'imagenet', _options('--resume', '{work}/missing.pth'), 2,
+     'checkpoint to resume from not found'),
+    ('test-truncated-checkpoint', 'test', CLS, 'imagenet', _checkpoint(lambda: _saved({'w': torch.zeros(64)}, 900)),
+     1, 'CheckpointFormatError: .*not a PyTorch checkpoint'),
+    ('test-not-a-checkpoint', 'test', SEG, 'ade20k', _checkpoint(lambda: b'just text\n'), 1,
+     'CheckpointFormatError: .*not a PyTorch checkpoint'),
+    ('test-checkpoint-missing', 'test', CLS, 'imagenet', _options('{work}/missing.pth'), 2, 'checkpoint not found'),
+    ('pretrained-missing', 'train', VL_CLS, 'imagenet',
+     _options('model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained',
+              'model.backbone.init_cfg.checkpoint={work}/mae.pth', 'model.backbone.init_cfg.prefix=backbone.'), 1,
+     r'PretrainedNotFoundError: model\.backbone\.init_cfg\.checkpoint = .*mae\.pth. does not exist'),
+    ('load-from-missing', 'train', DET, 'coco', _options('load_from={work}/x.pth'), 1,
+     r'PretrainedNotFoundError: load_from = .*x\.pth. does not exist'),
+    # --- datasets: classification (mmpretrain) ---
+    ('cls-dataset-missing', 'train', CLS, 'imagenet', _options('train_dataloader.dataset.data_root={work}/no'), 1,
+     r'DatasetNotFoundError: train_dataloader: .*does not exist'),
+    ('cls-label-out-of-range', 'train', CLS, 'imagenet',
+     _edits(lambda root: (root / 'meta/train.txt').write_text('circle/circle_0.JPEG 7\n')), 1,
+     r'DatasetFormatError: train_dataloader: .*train\.txt. line 1 has label 7, outside 0\.\.3'),
+    ('cls-malformed-annotation', 'train', CLS, 'imagenet',
+     _edits(lambda root: (root / 'meta/train.txt').write_text('circle/circle_0.JPEG\n')), 1,
+     r'DatasetFormatError: train_dataloader: .*line 1 is .circle/circle_0\.JPEG.'),
+    ('cls-empty-annotation-file', 'train', CLS, 'imagenet',
+     _edits(lambda root: (root / 'meta/train.txt').write_text('')), 1,
+     r'DatasetFormatError: ImageNet .* has no samples'),
+    ('cls-folder-class-mismatch', 'train', CLS, 'imagenet',
+     _edits(lambda root: [(root / 'meta/train.txt').unlink(), shutil.rmtree(root / 'train/triangle')]), 1,
+     'DatasetFormatError: the image folder has 3 class subfolders but metainfo.classes names 4 classes'),
+    ('cls-corrupt-image', 'train', CLS, 'imagenet',
+     _edits(lambda root: _first(root / 'train', '*.JPEG').write_bytes(b'not a jpeg')), 1,
+     r'DatasetFormatError: image .*\.JPEG could not be decoded'),
+    ('cls-image-missing', 'train', CLS, 'imagenet', _edits(lambda root: _first(root / 'train', '*.JPEG').unlink()), 1,
+     r'DatasetFormatError: the dataset names a file that does not exist: .*\.JPEG'),
+    ('cls-persistent-workers-without-workers', 'train', CLS, 'imagenet', _options('train_dataloader.num_workers=0'),
+     1, 'ConfigError: a dataloader has persistent_workers=True but num_workers=0'),
+    # --- datasets: semantic segmentation (mmseg) ---
+    ('seg-image-without-map', 'train', SEG, 'ade20k',
+     _edits(lambda root: _first(root / 'annotations/training', '*.png').unlink()), 1,
+     r'DatasetFormatError: train_dataloader: 1 image\(s\) in .* have no segmentation map'),
+    ('seg-empty-image-folder', 'train', SEG, 'ade20k',
+     _edits(lambda root: [path.unlink() for path in (root / 'images/training').glob('*.jpg')]), 1,
+     r'DatasetFormatError: BaseSegDataset .* has no samples'),
+    ('seg-unknown-class-names', 'train', SEG, 'ade20k', _options('train_dataloader.dataset.type=ADE20KDataset'), 1,
+     r"DatasetFormatError: train_dataloader: metainfo\.classes \['background', 'circle'.* are not classes of "
+     'ADE20KDataset'),
+    ('seg-label-out-of-range', 'train', SEG, 'ade20k',
+     _edits(lambda root: [_mark_label(path, 40) for path in (root / 'annotations/training').glob('*.png')]), 1,
+     r'DatasetFormatError: an annotation has label 39, outside the classes the model predicts'),
+    # --- datasets: detection (mmdet, COCO json) ---
+    ('det-truncated-json', 'train', DET, 'coco', _edits(lambda root: (root / COCO_TRAIN).write_text('{"images": [')),
+     1, r'DatasetFormatError: train_dataloader: annotation file .*instances_train2017\.json. is truncated'),
+    ('det-empty-json', 'train', DET, 'coco', _edits(lambda root: (root / COCO_TRAIN).write_text('')), 1,
+     r'DatasetFormatError: train_dataloader: annotation file .* is empty'),
+    ('det-invalid-json', 'train', DET, 'coco', _edits(lambda root: (root / COCO_TRAIN).write_text('{"a": [1,, 2]}')),
+     1, r'DatasetFormatError: an annotation file is not valid JSON \(Expecting value'),
+    ('det-no-annotations', 'train', DET, 'coco',
+     _edits(lambda root: _rewrite_json(root / COCO_TRAIN, lambda content: content.update(annotations=[]))), 1,
+     r'DatasetFormatError: CocoDataset .* has no samples \(filter_cfg\.filter_empty_gt'),
+    ('det-unknown-class-name', 'train', DET, 'coco',
+     _options("train_dataloader.dataset.metainfo.classes=['circle','crossX','square','triangle']"), 1,
+     r"DatasetFormatError: train_dataloader: metainfo\.classes \['crossX'\] are not categories of CocoDataset"),
+    ('det-test-unknown-class-name', 'test', DET, 'coco',
+     _checkpoint(lambda: _saved({}), "test_dataloader.dataset.metainfo.classes=['circle','cross','sq']"), 1,
+     r"DatasetFormatError: test_dataloader: metainfo\.classes \['sq'\] are not categories"),
+]
+
+
+def _argv(case: tuple, tmp_path: Path) -> List[str]:
+    """The command line of ``case``: config, its positional / flag arguments, work dir, ``--cfg-options``."""
+    _, _, config, data, prepare, _, _ = case
+    work = tmp_path / 'work'
+    if config is None:  # a config file with a syntax error
+        (tmp_path / 'bad.py').write_text('model = dict(type="ILLaMA",\n')
+        return [str(tmp_path / 'bad.py'), '--work-dir', str(work)]
+    root = _small_data(tmp_path, data) if data else tmp_path
+    extra = prepare(root, work)
+    arguments = [a for a in extra if a.startswith('-') or '=' not in a]
+    options = [a for a in extra if a not in arguments]
+    path = ROOT / config
+    return [str(path) if path.exists() else config, *arguments, '--work-dir', str(work),
+            '--cfg-options', *_data_options(config, root), *options]
+
+
+def _assert_resume_unspoilt(work: Path) -> None:
+    """Nothing a later ``--resume`` would pick up: no ``last_checkpoint``, no checkpoint file."""
+    from mmengine.runner import find_latest_checkpoint
+    assert not work.exists() or (find_latest_checkpoint(str(work)) is None
+                                 and not list(work.rglob('*.pth')) and not list(work.rglob('last_checkpoint')))
+
+
+#: Cases that only fail once training has started (the first batch): end-to-end.
+TRAINING_CASES = ('cls-corrupt-image', 'cls-image-missing', 'seg-label-out-of-range')
+
+
+@pytest.mark.parametrize('case', [
+    pytest.param(case, id=case[0], marks=[pytest.mark.e2e] if case[0] in TRAINING_CASES else [])
+    for case in CATALOGUE])
+def test_bad_input_ends_in_one_line(case, tools, tmp_path, capsys, single_thread):
+    """Each bad input ends the tool with one line that says what to change, the right exit status, and a work
+    dir that a later ``--resume`` can use."""
+    argv = _argv(case, tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        tools[case[1]].main(argv)
+    code = exit_info.value.code
+    stderr = capsys.readouterr().err
+    # SystemExit(str) is printed to stderr by the interpreter with exit status 1; argparse prints and exits 2.
+    status, last = (1, code) if isinstance(code, str) else (code, [ln for ln in stderr.splitlines() if ln.strip()][-1])
+    assert status == case[5], (status, last)
+    assert re.search(case[6], last), last
+    assert '\n' not in last and 'Traceback' not in last and 'Traceback' not in stderr
+    _assert_resume_unspoilt(tmp_path / 'work')
+
+
+def test_catalogue_covers_three_libraries():
+    configs = {case[2] for case in CATALOGUE}
+    assert {CLS, SEG, DET} <= configs and len(CATALOGUE) >= 20
+
+
+# --- what counts as a user error -------------------------------------------------------------------------------
+def _wrapped_like_a_registry(error: Exception) -> Exception:
+    """An error re-raised the way a builder wraps a constructor's error: same type, class name prepended."""
+    try:
+        try:
+            raise error
+        except Exception as inner:
+            raise type(inner)(f'class `ILLaMA` in mmcausal/models/backbones/illama.py: {inner}')
+    except Exception as outer:
+        return outer
+
+
+def test_user_error_is_found_behind_a_same_type_rewrap():
+    found = find_user_error(_wrapped_like_a_registry(BackboneConfigError('Unknown arch')))
+    assert isinstance(found, BackboneConfigError) and str(found) == 'Unknown arch'
+
+
+def test_user_error_is_found_behind_an_explicit_cause():
+    try:
+        try:
+            raise DatasetFormatError('bad file')
+        except DatasetFormatError as inner:
+            raise RuntimeError('building the dataloader failed') from inner
+    except RuntimeError as outer:
+        assert isinstance(find_user_error(outer), DatasetFormatError)
+
+
+def test_a_bug_while_handling_a_user_error_keeps_its_traceback():
+    def buggy():
+        try:
+            raise BackboneConfigError('Unknown arch')
+        except BackboneConfigError:
+            return None.attribute  # a bug in the error handling
+
+    with pytest.raises(AttributeError):
+        with user_errors_end_in_one_line(debug=False):
+            buggy()
+
+
+def test_plain_errors_are_not_user_errors():
+    assert find_user_error(ValueError('x')) is None and find_user_error(KeyError('x')) is None
+    assert find_user_error(IndexError('index 7 is out of bounds for dimension 0')) is None
+
+
+def test_debug_lets_the_user_error_through():
+    with pytest.raises(BackboneConfigError):
+        with user_errors_end_in_one_line(debug=True):
+            raise BackboneConfigError('Unknown arch')
+
+
+def test_worker_reraise_is_reduced_to_its_last_line():
+    error = DatasetFormatError('Caught DatasetFormatError in DataLoader worker process 0.\nOriginal Traceback '
+                               '(most recent call last):\n  File "x.py", line 1, in f\nDatasetFormatError: bad file')
+    assert one_line(error) == 'DatasetFormatError: bad file'
+
+
+def test_library_user_errors_are_recognised():
+    assert isinstance(find_user_error(KeyError('Foo is not in the mmpretrain::model registry. Please check')),
+                      ConfigError)
+    worker = AssertionError('Caught AssertionError in DataLoader worker process 1.\nOriginal Traceback (most '
+                            'recent call last):\nAssertionError: failed to load image: data/x.jpg')
+    assert 'data/x.jpg could not be decoded' in one_line(find_user_error(worker))
+
+
+# --- the backbone's own input checks (in-process, no Runner) ----------------------------------------------------
+@pytest.mark.parametrize('shape,message', [
+    ((1, 3, 0, 64), 'empty image batch of shape \\(1, 3, 0, 64\\)'),
+    ((1, 3, 64, 0), 'empty image batch'),
+    ((1, 1, 64, 64), 'Expected images of shape \\(B, 3, H, W\\), got \\(1, 1, 64, 64\\)'),
+    ((3, 64, 64), 'Expected images of shape'),
 ])
-def test_missing_files_are_reported(args, message):
-    result = _run(*args)
-    assert result.returncode != 0 and message in result.stderr and 'Traceback' not in result.stderr
+@pytest.mark.parametrize('backbone', ['ILLaMA', 'VisionLLaMA'])
+def test_bad_image_batch_is_a_user_error(backbone, shape, message):
+    from mmcausal.registry import MODELS
+    model = MODELS.build(dict(type=backbone, arch=dict(embed_dims=32, num_layers=1, num_heads=2), img_size=64,
+                              patch_size=16))
+    with pytest.raises(ImageBatchError, match=message) as error_info:
+        model(torch.zeros(shape))
+    assert isinstance(error_info.value, UserInputError)
 
 
-def test_missing_pretrained_checkpoint_is_reported_before_training(shapes_root, tmp_path):
-    """A fine-tuning config whose MAE checkpoint was never produced names the key to set."""
-    result = _run('tools/train.py', 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
-                  '--work-dir', str(tmp_path), '--cfg-options',
-                  f'train_dataloader.dataset.data_root={shapes_root}/imagenet',
-                  f'val_dataloader.dataset.data_root={shapes_root}/imagenet',
-                  'model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained',
-                  f'model.backbone.init_cfg.checkpoint={tmp_path}/mae.pth',
-                  'model.backbone.init_cfg.prefix=backbone.')
-    assert result.returncode != 0 and 'Traceback' not in result.stderr, result.stderr[-2000:]
-    assert 'model.backbone.init_cfg.checkpoint' in result.stderr and 'mae.pth' in result.stderr
+def test_unknown_arch_built_through_the_registry_is_a_user_error():
+    from mmpretrain.registry import MODELS
+    with pytest.raises(ValueError) as error_info:
+        MODELS.build(dict(type='ImageClassifier', _scope_='mmpretrain', backbone=dict(type='ILLaMA', arch='huge')))
+    assert 'Unknown arch' in one_line(find_user_error(error_info.value))
 
 
-def test_unmergeable_cfg_options_are_reported_without_traceback():
-    result = _run('tools/train.py', CLS, '--cfg-options', 'model.backbone.img_size.height=8')
-    assert result.returncode != 0 and 'Traceback' not in result.stderr
-    assert '--cfg-options could not be merged' in result.stderr
+# --- through real processes: the exact command of the issue, and --debug -----------------------------------------
+def test_cli_config_error_is_one_line_and_debug_shows_the_traceback(shapes_root, tmp_path):
+    base = ['tools/train.py', CLS, '--cfg-options', 'model.backbone.arch=huge',
+            f'train_dataloader.dataset.data_root={shapes_root}/imagenet',
+            f'val_dataloader.dataset.data_root={shapes_root}/imagenet']
+    commands = {'plain': base + ['--work-dir', str(tmp_path / 'a')],
+                'debug': base + ['--work-dir', str(tmp_path / 'b'), '--debug']}
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip(commands, pool.map(lambda argv: _run(*argv), commands.values())))
+    plain, debug = results['plain'], results['debug']
+    last = [line for line in plain.stderr.splitlines() if line.strip()][-1]
+    assert plain.returncode == 1 and 'Traceback' not in plain.stderr, plain.stderr[-3000:]
+    assert last.startswith("BackboneConfigError: Unknown arch 'huge'; choose one of")
+    assert debug.returncode == 1 and 'Traceback (most recent call last)' in debug.stderr
+    assert "Unknown arch 'huge'" in debug.stderr.splitlines()[-1]
+    _assert_resume_unspoilt(tmp_path / 'a')
+
+
+@pytest.mark.e2e
+def test_resume_after_a_failed_start_begins_fresh(shapes_root, tools, tmp_path, capsys, single_thread):
+    """A run that failed on bad input leaves nothing behind: ``--resume`` in the same work dir trains from
+    scratch and saves a checkpoint that a second ``--resume`` continues from."""
+    root = _small_data(tmp_path, 'imagenet')
+    work = tmp_path / 'work'
+    options = ['--cfg-options', *_data_options(CLS, root)]
+    ann_file = root / 'meta' / 'train.txt'
+    good = ann_file.read_text()
+    ann_file.write_text('circle/circle_0.JPEG 9\n')
+    with pytest.raises(SystemExit, match='DatasetFormatError'):
+        tools['train'].main([str(ROOT / CLS), '--work-dir', str(work), *options])
+    ann_file.write_text(good)
+    tools['train'].main([str(ROOT / CLS), '--work-dir', str(work), '--resume', *options])
+    assert (work / 'last_checkpoint').is_file() and (work / 'epoch_1.pth').is_file()
+    tools['train'].main([str(ROOT / CLS), '--work-dir', str(work), '--resume', *options, 'train_cfg.max_epochs=2'])
+    assert (work / 'epoch_2.pth').is_file()

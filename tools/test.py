@@ -1,8 +1,11 @@
 """Test (and evaluate) a checkpoint with an mmcausal (or any OpenMMLab 2.x) config.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out results.pkl]
-                                           [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
+                                           [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi] [--debug]
     bash tools/dist_test.sh CONFIG CHECKPOINT GPUS [args]
+
+A mistake in the config, data or checkpoint ends with one line saying what to change (exit status 1);
+``--debug`` shows its full traceback instead.
 """
 import argparse
 from typing import List, Optional
@@ -28,8 +31,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
     cfg = load_config(args)
     cfg.load_from = args.checkpoint
 

@@ -1,8 +1,11 @@
 """Train a model from an mmcausal (or any OpenMMLab 2.x) config.
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--auto-scale-lr]
-                                 [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi]
+                                 [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi] [--debug]
     bash tools/dist_train.sh CONFIG GPUS [args]      # distributed; on CPU-only hosts it uses gloo
+
+A mistake in the config, data or checkpoint ends with one line saying what to change (exit status 1);
+``--debug`` shows its full traceback instead.
 """
 import argparse
 from typing import List, Optional
@@ -57,8 +60,8 @@ def apply_train_options(cfg: Config, args: argparse.Namespace) -> Config:
     return cfg
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
     cfg = apply_train_options(load_config(args), args)
     run(cfg, ('train_dataloader', 'val_dataloader'), lambda runner: runner.train())
 

@@ -1,15 +1,59 @@
-"""What ``tools/train.py`` and ``tools/test.py`` share: common options, config merging, clear errors."""
+"""What ``tools/train.py`` and ``tools/test.py`` share: common options, config merging, clear errors.
+
+Errors that come from the user's config, data or checkpoint (:class:`~mmcausal.utils.errors.UserInputError`
+and the few library errors listed in :data:`LIBRARY_USER_ERRORS`) end the program with one line
+``<ErrorType>: <what to change>`` and exit status 1; ``--debug`` (or ``MMCAUSAL_DEBUG=1``) shows the full
+traceback instead. Any other exception is a bug and keeps its traceback.
+"""
 import argparse
+import json
 import os
 import os.path as osp
-from typing import Any, Callable, Iterator, Sequence, Tuple
+import re
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Type
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-from .checkpoint_trust import CheckpointFormatError, UntrustedCheckpointError
-from .dataset_check import DatasetNotFoundError, check_dataset_paths
+from .dataset_check import (DatasetFormatError, check_built_datasets, check_dataset_files, check_dataset_paths,
+                            empty_dataset_error)
+from .errors import UserInputError
+
+DEBUG_ENV = 'MMCAUSAL_DEBUG'
+
+
+class ConfigError(UserInputError, ValueError):
+    """The config file cannot be loaded, ``--cfg-options`` cannot be merged, or it names an unknown type."""
+
+
+#: Errors of the libraries (or torch) that only bad user input causes: (type, message pattern, the user error
+#: to report, its message from the pattern's groups). Matched also inside a DataLoader worker's re-raise.
+LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type[UserInputError], str]] = (
+    (KeyError, re.compile(r'(\S+) is not in the (\S+) registry'), ConfigError,
+     'the config names type {0!r}, which is not registered in {1}. Check its spelling, or import the module '
+     'that registers it (custom_imports = dict(imports=[...])).'),
+    (json.JSONDecodeError, re.compile(r'(.+)'), DatasetFormatError,
+     'an annotation file is not valid JSON ({0}). Check the ann_file of the datasets.'),
+    (AssertionError, re.compile(r'failed to load image: (\S+)'), DatasetFormatError,
+     'image {0} could not be decoded (corrupt, empty or not an image). Replace it or drop it from the '
+     'annotations.'),
+    # (a FileNotFoundError's args[0] is a string only when re-raised from a DataLoader worker, i.e. data loading)
+    (FileNotFoundError, re.compile(r'No such file or directory: (\S+)'), DatasetFormatError,
+     'the dataset names a file that does not exist: {0}. Fix the annotations or add the file.'),
+    (AssertionError, re.compile(r"number of subfolders \((\d+)\) doesn't match the number of specified classes "
+                                r'\((\d+)\)'), DatasetFormatError,
+     'the image folder has {0} class subfolders but metainfo.classes names {1} classes. Make them agree.'),
+    (RuntimeError, re.compile(r'Found 0 files in subfolders of: (.+?)\. Supported extensions are: (\S+)'),
+     DatasetFormatError, 'no image files in the class subfolders of {0} (extensions {1}).'),
+    (ValueError, re.compile(r'persistent_workers option needs num_workers > 0'), ConfigError,
+     'a dataloader has persistent_workers=True but num_workers=0; set persistent_workers=False or num_workers '
+     '> 0.'),
+    (IndexError, re.compile(r'Target (-?\d+) is out of bounds'), DatasetFormatError,
+     'an annotation has label {0}, outside the classes the model predicts. Check num_classes of the heads '
+     'against the dataset\'s classes and label values (mmseg: reduce_zero_label, ignore_index).'),
+)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,11 +67,16 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help='job launcher')
     # torch.distributed.launch passes --local-rank (torch >= 2.0) or --local_rank.
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    parser.add_argument('--debug', action='store_true',
+                        help='show the full traceback of errors in the config, data or checkpoint '
+                        f'(default: one line saying what to change; also {DEBUG_ENV}=1)')
 
 
 def check_common_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Export ``LOCAL_RANK`` and reject a config path that does not exist."""
+    """Export ``LOCAL_RANK`` (and ``MMCAUSAL_DEBUG`` for ``--debug``) and reject a missing config path."""
     os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    if getattr(args, 'debug', False):
+        os.environ[DEBUG_ENV] = '1'
     if not osp.isfile(args.config):
         parser.error(f'config file not found: {args.config}')
 
@@ -41,15 +90,20 @@ def check_checkpoint_argument(parser: argparse.ArgumentParser, path: str, what: 
 def load_config(args: argparse.Namespace) -> Config:
     """Load ``args.config`` and apply ``--cfg-options``, ``--launcher`` and ``--work-dir``.
 
-    ``work_dir`` priority: command line > config > ``work_dirs/<config name>``.
+    ``work_dir`` priority: command line > config > ``work_dirs/<config name>``. A config that cannot be
+    loaded or merged ends the program with one line (:func:`user_errors_end_in_one_line`).
     """
-    cfg = Config.fromfile(args.config)
-    cfg.launcher = args.launcher
-    if args.cfg_options is not None:
+    with user_errors_end_in_one_line():
         try:
-            cfg.merge_from_dict(args.cfg_options)
-        except (TypeError, KeyError) as error:
-            raise SystemExit(f'--cfg-options could not be merged into {args.config}: {error}')
+            cfg = Config.fromfile(args.config)
+        except (SyntaxError, FileNotFoundError, ImportError) as error:  # the config or one of its _base_ files
+            raise ConfigError(f'{args.config} could not be loaded: {error}') from error
+        cfg.launcher = args.launcher
+        if args.cfg_options is not None:
+            try:
+                cfg.merge_from_dict(args.cfg_options)
+            except (TypeError, KeyError) as error:
+                raise ConfigError(f'--cfg-options could not be merged into {args.config}: {error}') from error
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
@@ -57,7 +111,7 @@ def load_config(args: argparse.Namespace) -> Config:
     return cfg
 
 
-class PretrainedNotFoundError(FileNotFoundError):
+class PretrainedNotFoundError(UserInputError, FileNotFoundError):
     """A ``Pretrained`` init or ``load_from`` names a local file that does not exist."""
 
 
@@ -84,15 +138,104 @@ def check_pretrained_paths(cfg: Config) -> None:
                 f'tools/model_converters/) or point to it with --cfg-options {key}=PATH.')
 
 
+def _library_user_error(error: BaseException) -> Optional[UserInputError]:
+    """``error`` as the user error of :data:`LIBRARY_USER_ERRORS` it matches (or an empty dataset that
+    mmengine failed to serialize), else ``None``."""
+    empty = empty_dataset_error(error)
+    if empty is not None:
+        return empty
+    message = error.args[0] if error.args and isinstance(error.args[0], str) else ''
+    if 'in DataLoader worker' in message:  # torch re-raised it with the worker's traceback: match its last line
+        message = [line for line in message.splitlines() if line.strip()][-1]
+    for error_type, pattern, user_error, explanation in LIBRARY_USER_ERRORS:
+        match = pattern.search(message) if isinstance(error, error_type) else None
+        if match:
+            return user_error(explanation.format(*match.groups()))
+    return None
+
+
+def find_user_error(error: BaseException) -> Optional[BaseException]:
+    """The user-input error behind ``error``, or ``None`` if there is none (a bug).
+
+    A user-input error is a :class:`UserInputError` (or one of :data:`LIBRARY_USER_ERRORS`). The chain is
+    followed through ``__cause__`` (``raise ... from``) and through ``__context__`` only into an exception of
+    the same type -- how builders re-raise a constructor's error with the class name prepended (mmcv 1.x's
+    ``build_from_cfg``; mmengine 0.10.7 re-raises nothing) -- and the innermost user error is returned, since
+    its message says what to change. An unrelated exception raised while handling a user error is therefore
+    still reported as a bug, with its traceback.
+    """
+    found = None
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, UserInputError):
+            found = error
+        else:
+            found = _library_user_error(error) or found
+        inner = error.__cause__
+        if inner is None and not error.__suppress_context__ and type(error.__context__) is type(error):
+            inner = error.__context__
+        error = inner
+    return found
+
+
+def one_line(error: BaseException) -> str:
+    """``'<ErrorType>: <message>'`` on one line.
+
+    An error re-raised from a DataLoader worker carries the worker's traceback text in its message; only
+    its last line (the original ``<ErrorType>: <message>``) is kept.
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if len(lines) > 1 and any(line.startswith('Original Traceback') for line in lines):
+        last = lines[-1]
+        prefix = f'{type(error).__name__}: '
+        lines = [last[len(prefix):] if last.startswith(prefix) else last]
+    return f'{type(error).__name__}: {" ".join(" ".join(lines).split())}'
+
+
+@contextmanager
+def user_errors_end_in_one_line(debug: Optional[bool] = None) -> Iterator[None]:
+    """Turn a user-input error raised inside the block into ``SystemExit(one line)`` (exit status 1).
+
+    Other exceptions propagate unchanged, with their traceback. ``debug`` (default: ``$MMCAUSAL_DEBUG``,
+    which ``--debug`` sets) lets user errors propagate too.
+    """
+    try:
+        yield
+    except Exception as error:
+        debug = os.environ.get(DEBUG_ENV, '') not in ('', '0') if debug is None else debug
+        user_error = None if debug else find_user_error(error)
+        if user_error is None:
+            raise
+        raise SystemExit(one_line(user_error)) from None
+
+
+#: The Runner loop (and its config key) that owns each dataloader.
+LOOPS = dict(train_dataloader=('train_loop', 'train_cfg'), val_dataloader=('val_loop', 'val_cfg'),
+             test_dataloader=('test_loop', 'test_cfg'))
+
+
+def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> Iterator[Tuple[str, Any]]:
+    """``(dataloader name, dataset)`` of each of ``dataloaders``, built through the Runner's loops (which keep
+    them, so ``runner.train()`` / ``runner.test()`` reuse them instead of building them again)."""
+    for name in dataloaders:
+        loop, loop_cfg = LOOPS.get(name, (None, None))
+        if loop is not None and cfg.get(name) and cfg.get(loop_cfg):
+            yield name, getattr(runner, loop).dataloader.dataset
+
+
 def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
         check_pretrained: bool = True) -> None:
     """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner and
-    call ``action(runner)``; known user errors end the program with their message instead of a traceback."""
-    try:
+    its datasets, check them, and call ``action(runner)``; user-input errors end the program with one line
+    (:func:`user_errors_end_in_one_line`). All checks run before training, so a bad input found by them leaves
+    nothing in the work dir that a later ``--resume`` would read.
+    """
+    with user_errors_end_in_one_line():
         check_dataset_paths(cfg, dataloaders)
+        check_dataset_files(cfg, dataloaders)
         if check_pretrained:
             check_pretrained_paths(cfg)
         runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+        check_built_datasets(list(built_datasets(runner, cfg, dataloaders)))
         action(runner)
-    except (DatasetNotFoundError, PretrainedNotFoundError, UntrustedCheckpointError, CheckpointFormatError) as error:
-        raise SystemExit(f'{type(error).__name__}: {error}')

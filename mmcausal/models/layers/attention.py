@@ -27,15 +27,20 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mmcausal.utils.errors import UserInputError
 from .rope import apply_rotary
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
 
 
+class AttentionConfigError(UserInputError, ValueError):
+    """An invalid attention setting in a config (unknown ``mask_mode``, ``embed_dims`` not divisible by heads)."""
+
+
 def check_mask_mode(mask_mode: str) -> str:
-    """Return ``mask_mode`` or raise a ``ValueError`` listing the valid modes."""
+    """Return ``mask_mode`` or raise an :class:`AttentionConfigError` listing the valid modes."""
     if mask_mode not in MASK_MODES:
-        raise ValueError(f'Unknown attention mask_mode {mask_mode!r}; choose one of {MASK_MODES}.')
+        raise AttentionConfigError(f'Unknown attention mask_mode {mask_mode!r}; choose one of {MASK_MODES}.')
     return mask_mode
 
 
@@ -116,7 +121,7 @@ class SelfAttention(nn.Module):
                  mask_mode: str = 'causal') -> None:
         super().__init__()
         if embed_dims % num_heads:
-            raise ValueError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
         self.num_heads = num_heads
         self.head_dim = embed_dims // num_heads
         self.mask_mode = check_mask_mode(mask_mode)
