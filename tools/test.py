@@ -11,6 +11,7 @@ import argparse
 from typing import List, Optional
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.engine.hooks import EmptyDetectionsHook
 from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
                                 run)
 from mmengine.evaluator import DumpResults
@@ -40,6 +41,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         if args.out is not None:
             runner.test_evaluator.metrics.append(DumpResults(out_file_path=args.out))
         runner.test()
+        hook = next(hook for hook in runner.hooks if isinstance(hook, EmptyDetectionsHook))
+        if hook.empty_splits:
+            raise SystemExit(f'EmptyDetections: {args.checkpoint} predicts no object on the test split (see the '
+                             'line above); no metric was computed.')
 
     run(cfg, ('test_dataloader', ), test, check_pretrained=False)  # load_from replaces any init
 

@@ -17,6 +17,8 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
+from mmcausal.engine.hooks import EmptyDetectionsHook
+
 from .dataset_check import (DatasetFormatError, check_built_datasets, check_dataset_files, check_dataset_paths,
                             empty_dataset_error)
 from .errors import UserInputError
@@ -238,4 +240,5 @@ def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], obje
             check_pretrained_paths(cfg)
         runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
         check_built_datasets(list(built_datasets(runner, cfg, dataloaders)))
+        runner.register_hook(EmptyDetectionsHook())  # a detector that predicts nothing says so
         action(runner)
