@@ -8,9 +8,10 @@ import fractions
 import functools
 import http.server
 import os
-import os.path as osp
 import pickle
 import shutil
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -211,7 +212,6 @@ def test_extraction_keeps_a_config_node_as_data(tmp_path):
 
     CfgNode.__module__, CfgNode.__qualname__ = module.__name__, 'CfgNode'
     module.CfgNode = CfgNode
-    import sys
     sys.modules[module.__name__] = module
     try:
         path = _save_tmp({'model': state_dict(), 'config': CfgNode(MODEL=CfgNode(NAME='defocus_mamba'))},
@@ -305,13 +305,21 @@ def test_runner_checkpoint_copied_to_a_fresh_home_resumes(tmp_path, monkeypatch)
     with pytest.raises(pickle.UnpicklingError):  # it really holds more than tensors (HistoryBuffer)
         torch.load(fresh / 'work' / 'epoch_1.pth', weights_only=True)
 
+    # a fresh process (no HistoryBuffer built yet, nothing cached) loads it too
+    script = ('import sys, mmcausal; from mmengine.runner import CheckpointLoader; '
+              "print(sorted(CheckpointLoader.load_checkpoint(sys.argv[1])))")
+    result = subprocess.run([sys.executable, '-c', script, str(fresh / 'work' / 'epoch_1.pth')],
+                            capture_output=True, text=True, timeout=120, env=dict(os.environ, HOME=str(fresh / 'home')))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "'message_hub'" in result.stdout
+
     resumed = build_runner(str(fresh / 'work'), 'resumed', resume=True)
     resumed.train()
     recorder = next(hook for hook in resumed.hooks if isinstance(hook, IterRecorder))
     assert recorder.iters == [2, 3]  # only the second epoch was trained
     for resumed_param, straight_param in zip(resumed.model.parameters(), straight.model.parameters()):
         torch.testing.assert_close(resumed_param, straight_param, rtol=0, atol=0)
-    assert not any(osp.exists(osp.join(str(fresh / 'home'), name)) for name in ('.cache', '.mmcausal'))
+    assert not list((fresh / 'home').rglob('*mmcausal*'))  # nothing recorded per machine
 
 
 # --------------------------------------------------------------------------------------------------

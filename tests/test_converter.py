@@ -2,6 +2,7 @@
 import argparse
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,9 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmcausal.converters import convert_illama, load_source_state_dict
+from mmcausal.models.backbones import ILLaMA
+from mmcausal.models.backbones.illama import decode_mask_mode
 from mmcausal.registry import MODELS
-from mmcausal.utils import UntrustedCheckpointError
 from reference.official_illama import OfficialILLaMA
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,20 +72,39 @@ def test_flat_checkpoint_and_key_mapping(official):
     torch.testing.assert_close(converted['backbone.patch_embed.projection.bias'], official.patch_embed.proj.bias)
 
 
+def test_converted_checkpoint_records_the_official_mask_mode(official):
+    """The released weights were trained with the post-softmax soft mask: a causal model must say so."""
+    converted = convert_illama(official.state_dict())
+    assert decode_mask_mode(converted['backbone.mask_mode']) == 'official'
+    backbone = {key[len('backbone.'):]: value for key, value in converted.items() if key.startswith('backbone.')}
+    causal = ILLaMA(arch='tiny', mask_mode='causal')
+    with pytest.warns(UserWarning, match="trained with mask_mode='official'"):
+        causal.load_state_dict(backbone, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        ILLaMA(arch='tiny', mask_mode='official').load_state_dict(backbone, strict=True)
+
+
 def test_unknown_key_is_rejected():
     with pytest.raises(KeyError, match='official iLLaMA'):
         convert_illama({'blocks.0.attn.relative_position_bias_table': torch.zeros(1)})
 
 
-def test_training_checkpoint_with_pickled_args_needs_explicit_trust(official, tmp_path):
+def test_training_checkpoint_converts_without_running_its_pickles(official, tmp_path):
+    """Official training files pickle ``args`` (allowed) and may hold anything else: it is never run."""
+    marker = tmp_path / 'payload-ran'
+
+    class Payload:
+
+        def __reduce__(self):
+            return (Path.touch, (marker, ))
+
     src, dst = tmp_path / 'checkpoint-299.pth', tmp_path / 'converted.pth'
-    torch.save({'model': official.state_dict(), 'epoch': 299, 'args': argparse.Namespace(lr=4e-3)}, src)
-    with pytest.raises(UntrustedCheckpointError, match='trust'):
-        load_source_state_dict(str(src))
-    refused = _convert_with_cli(src, dst)
-    assert refused.returncode != 0 and '--trust' in refused.stderr
-    accepted = _convert_with_cli(src, dst, '--trust')
-    assert accepted.returncode == 0, accepted.stderr
+    torch.save({'model': official.state_dict(), 'epoch': 299, 'args': argparse.Namespace(lr=4e-3),
+                'scaler': Payload()}, src)
+    result = _convert_with_cli(src, dst)
+    assert result.returncode == 0, result.stderr
+    assert 'pathlib' in result.stdout and not marker.exists()
     assert torch.load(dst, weights_only=True)['state_dict'].keys() == convert_illama(official.state_dict()).keys()
 
 

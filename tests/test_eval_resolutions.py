@@ -16,8 +16,9 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from e2e_utils import load_config, train
-from mmcausal.utils.resolution_eval import (ResolutionEvalError, classify_batch, format_table,
-                                            rescale_dataloader_cfg, rescale_pipeline, rope_backbone, rope_settings)
+from mmcausal.utils.resolution_eval import (ResolutionEvalError, RopeScheme, classify_batch, format_table,
+                                            rescale_dataloader_cfg, rescale_pipeline, rope_backbone, rope_schemes,
+                                            rope_settings, size_label)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / 'tools/analysis_tools/eval_resolutions.py'
@@ -28,7 +29,8 @@ VISION_LLAMA_CFG = f"""
 _base_ = {str(ILLAMA_CLS)!r}
 model = dict(
     backbone=dict(_delete_=True, type='VisionLLaMA', arch=dict(embed_dims=64, num_layers=4, num_heads=4),
-                  img_size=64, patch_size=8, with_cls_token=False, out_type='avg_featmap', final_norm=False),
+                  img_size=64, patch_size=8, rope_anchor=8, with_cls_token=False, out_type='avg_featmap',
+                  final_norm=False),
     head=dict(in_channels=64))
 custom_hooks = []  # the soft-mask hook is iLLaMA's
 train_cfg = dict(max_epochs={EPOCHS}, val_interval={EPOCHS})
@@ -96,6 +98,23 @@ def test_table_over_sizes_and_rope_modes(trained, shapes_root, tmp_path):
 
 
 @pytest.mark.e2e
+def test_non_square_sizes_and_as2d_scalings(trained, shapes_root, tmp_path):
+    config, checkpoint, _ = trained
+    out = tmp_path / 'results.json'
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), str(config), str(checkpoint), '--sizes', '64', '48x96',
+         '--rope-modes', '2d', 'as2d', '--as2d-scalings', 'isotropic', 'per_axis', '--max-batches', '1',
+         '--out', str(out), '--work-dir', str(tmp_path / 'work'), '--cfg-options', _data_option(shapes_root)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert results['sizes'] == [64, '48x96'] and results['num_samples'] == {'64': 64, '48x96': 64}
+    top1 = results['top1']
+    assert set(top1) == {'2d', 'as2d-isotropic', 'as2d-per_axis'}
+    assert top1['2d']['64'] == top1['as2d-isotropic']['64'] == top1['as2d-per_axis']['64']  # at the anchor
+
+
+@pytest.mark.e2e
 def test_as2d_equals_2d_only_at_the_anchor(trained):
     config, _, runner = trained
     model = runner.model
@@ -114,6 +133,11 @@ def test_as2d_equals_2d_only_at_the_anchor(trained):
     # A larger anchor (16x16 tokens) at 128 px (16x16 tokens) makes AS2DRoPE integer positions again.
     anchored = classify_batch(model, batch, 'as2d', anchor=16, size=128)
     assert torch.allclose(anchored, logits[128, '2d'], atol=1e-6)
+    # A non-square 48 x 96 batch (6 x 12 tokens): isotropic and per-axis AS2DRoPE differ.
+    batch = next(iter(Runner.build_dataloader(rescale_dataloader_cfg(loader_cfg, (48, 96)))))
+    iso, per_axis = (classify_batch(model, batch, 'as2d', size=(48, 96), as2d_scaling=scaling)
+                     for scaling in ('isotropic', 'per_axis'))
+    assert not torch.allclose(iso, per_axis, atol=1e-4)
     assert rope_backbone(model).rope_mode == 'as2d' and rope_backbone(model).rope_anchor == (8, 8)  # restored
 
 
@@ -141,6 +165,44 @@ def test_rescale_keeps_the_resize_to_crop_ratio():
 ])
 def test_rescale_makes_square_images(pipeline, expected):
     assert rescale_pipeline(pipeline, 96) == expected
+
+
+@pytest.mark.parametrize('pipeline,expected', [
+    # no resize: short side to max(H, W) = 96, centre crop (w, h) = (96, 48): never a stretch
+    ([dict(type='LoadImageFromFile'), dict(type='PackInputs')],
+     [dict(type='LoadImageFromFile'),
+      dict(type='ResizeEdge', scale=96, edge='short', backend='pillow', interpolation='bicubic'),
+      dict(type='CenterCrop', crop_size=(96, 48)), dict(type='PackInputs')]),
+    # a stretching Resize becomes a short-edge resize + crop
+    ([dict(type='LoadImageFromFile'), dict(type='Resize', scale=(64, 64), interpolation='bicubic'),
+      dict(type='PackInputs')],
+     [dict(type='LoadImageFromFile'), dict(type='ResizeEdge', scale=96, edge='short', interpolation='bicubic'),
+      dict(type='CenterCrop', crop_size=(96, 48)), dict(type='PackInputs')]),
+    # resize + crop: the 256/224 ratio applies to the longer side
+    ([dict(type='ResizeEdge', scale=256, edge='short'), dict(type='CenterCrop', crop_size=224)],
+     [dict(type='ResizeEdge', scale=110, edge='short'), dict(type='CenterCrop', crop_size=(96, 48))]),
+])
+def test_rescale_to_a_non_square_size_keeps_the_aspect(pipeline, expected):
+    assert rescale_pipeline(pipeline, (48, 96)) == expected
+
+
+def test_rope_schemes_and_sizes():
+    assert rope_schemes(['2d', 'as2d'], ['isotropic', 'per_axis']) == [
+        RopeScheme('2d', '2d'), RopeScheme('as2d-isotropic', 'as2d', 'isotropic'),
+        RopeScheme('as2d-per_axis', 'as2d', 'per_axis')]
+    assert rope_schemes(['as2d']) == [RopeScheme('as2d', 'as2d', None)]
+    with pytest.raises(ValueError, match='Unknown as2d_scaling'):
+        rope_schemes(['as2d'], ['diagonal'])
+    assert [size_label(s) for s in (64, (64, 64), (48, 128))] == ['64', '64', '48x128']
+    assert _script().parse_args([str(ILLAMA_CLS), str(ILLAMA_CLS), '--sizes', '64', '48x128']).sizes == [
+        (64, 64), (48, 128)]
+
+
+def test_format_table_with_non_square_sizes_and_long_labels():
+    results = {'2d': {(64, 64): 80., (48, 128): 51.}, 'as2d-per_axis': {(64, 64): 80., (48, 128): 60.}}
+    table = format_table(results, [(64, 64), (48, 128)], (64, 64)).splitlines()
+    assert [c.strip() for c in table[0].split('|')[2:4]] == ['64*', '48x128']
+    assert table[3].split('|')[1].strip() == 'as2d-per_axis' and table[3].split('|')[3].strip() == '60.00'
 
 
 def test_rescale_reaches_wrapped_datasets():

@@ -1,9 +1,13 @@
 """ILLaMA backbone: parameter counts, output conventions, any input size, errors."""
+import warnings
+
 import pytest
 import torch
 from mmengine.registry import init_default_scope
+from mmengine.runner.checkpoint import get_state_dict, save_checkpoint, weights_to_cpu
 
 from mmcausal.models.backbones import ILLaMA
+from mmcausal.models.backbones.illama import decode_mask_mode
 from mmcausal.registry import MODELS
 
 
@@ -111,3 +115,87 @@ def test_layer_depth_for_layer_decay():
     assert model.get_layer_depth('backbone.pos_embed', 'backbone.') == (0, 5)
     assert model.get_layer_depth('backbone.layers.1.attn.qkv.weight', 'backbone.') == (2, 5)
     assert model.get_layer_depth('backbone.norm.weight', 'backbone.') == (4, 5)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients_with_less_saved_memory():
+    """``with_cp`` (official mask, drop path on): identical outputs and gradients; the forward keeps far fewer
+    activations for the backward (bytes packed by autograd's saved-tensor hooks)."""
+    images = torch.randn(2, 3, 64, 64)
+    outputs, grads, saved = [], [], []
+    for with_cp in (False, True):
+        torch.manual_seed(0)
+        model = ILLaMA(arch=dict(embed_dims=32, num_layers=3, num_heads=2), img_size=64, mask_mode='official',
+                       drop_path_rate=0.3, with_cp=with_cp, out_type='featmap', out_indices=(0, 2))
+        model.init_weights()
+        model.train()
+        nbytes = [0]
+
+        def pack(tensor):
+            nbytes[0] += tensor.numel() * tensor.element_size()
+            return tensor
+
+        torch.manual_seed(1)  # same drop-path draws in both runs
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            outs = model(images)
+        sum(out.square().sum() for out in outs).backward()
+        outputs.append(outs)
+        grads.append({name: p.grad for name, p in model.named_parameters()})
+        saved.append(nbytes[0])
+    for plain, checkpointed in zip(*outputs):
+        torch.testing.assert_close(plain, checkpointed)
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], msg=name)
+    assert saved[1] < saved[0] / 3, saved
+
+
+# ---------------------------------------------------------------------------------- mask-mode record
+TINY = dict(embed_dims=32, num_layers=2, num_heads=2)
+
+
+def _with_mode(mask_mode: str, **kwargs) -> ILLaMA:
+    return ILLaMA(arch=TINY, img_size=32, mask_mode=mask_mode, **kwargs)
+
+
+def _no_warnings(load) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        load()
+
+
+def test_state_dict_records_the_mask_mode_and_loading_checks_it():
+    state = _with_mode('official').state_dict()
+    assert decode_mask_mode(state['mask_mode']) == 'official'
+    with pytest.warns(UserWarning, match="trained with mask_mode='official'.*uses mask_mode='causal'"):
+        _with_mode('causal').load_state_dict(state, strict=True)
+    _no_warnings(lambda: _with_mode('official').load_state_dict(state, strict=True))
+    legacy = {key: value for key, value in state.items() if key != 'mask_mode'}  # files without the record
+    _no_warnings(lambda: _with_mode('causal').load_state_dict(legacy, strict=True))
+
+
+def test_mask_mode_record_survives_runner_checkpoints_and_prefixed_pretrained_init(tmp_path):
+    init_default_scope('mmpretrain')
+    classifier = MODELS.build(dict(type='ImageClassifier', backbone=dict(type='ILLaMA', arch=TINY, img_size=32,
+                                                                         mask_mode='official'),
+                                   head=dict(type='LinearClsHead', num_classes=3, in_channels=32)))
+    assert decode_mask_mode(get_state_dict(classifier)['backbone.mask_mode']) == 'official'
+    path = tmp_path / 'classifier.pth'
+    save_checkpoint({'state_dict': weights_to_cpu(get_state_dict(classifier))}, str(path))  # as the Runner does
+    pretrained = dict(type='Pretrained', checkpoint=str(path), prefix='backbone.')
+    mismatch = _with_mode('bidirectional', init_cfg=pretrained)
+    with pytest.warns(UserWarning, match="trained with mask_mode='official'"):
+        mismatch.init_weights()
+    _no_warnings(_with_mode('official', init_cfg=pretrained).init_weights)
+
+
+def test_second_init_weights_keeps_the_pretrained_stem(tmp_path):
+    source = _with_mode('causal')
+    with torch.no_grad():
+        source.cls_token.fill_(0.5)
+        source.pos_embed.fill_(0.25)
+    path = tmp_path / 'backbone.pth'
+    torch.save({'state_dict': source.state_dict()}, path)
+    model = _with_mode('causal', init_cfg=dict(type='Pretrained', checkpoint=str(path)))
+    model.init_weights()
+    model.init_weights()
+    assert (model.cls_token == 0.5).all() and (model.pos_embed == 0.25).all()

@@ -337,3 +337,75 @@ def test_pycocotools_mask_matches_rendered_shape(coco_root):
         region = window & (np.linalg.norm(image - colour, axis=-1) < 40)
         ious.append((region & coco_mask).sum() / (region | coco_mask).sum())
     assert len(ious) >= 8 and np.median(ious) > 0.9 and min(ious) > 0.75, ious
+
+
+# ----------------------------------------------------------------------------------------------------
+# Style v2: the independent draw
+# ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize('name', sorted(SMALL))
+def test_v2_is_deterministic_and_independent_of_v1(tmp_path, name):
+    make, kwargs = SMALL[name]
+    make(str(tmp_path / 'a'), style='v2', **kwargs)
+    make(str(tmp_path / 'b'), style='v2', **kwargs)
+    make(str(tmp_path / 'v1'), **kwargs)
+    v2_tree, v1_tree = read_tree(str(tmp_path / 'a')), read_tree(str(tmp_path / 'v1'))
+    assert v2_tree == read_tree(str(tmp_path / 'b'))
+    assert load_json(str(tmp_path / 'a' / 'shapes_meta.json'))['params']['style'] == 'v2'
+    images = [p for p in v2_tree if p.lower().endswith(('.jpg', '.jpeg'))]
+    assert images and sorted(images) == sorted(p for p in v1_tree if p.lower().endswith(('.jpg', '.jpeg')))
+    assert all(v2_tree[p] != v1_tree[p] for p in images)
+
+
+def test_v2_rejects_unknown_style(tmp_path):
+    with pytest.raises(ValueError, match='style'):
+        make_coco_like(str(tmp_path), num_train=1, num_val=1, style='v3')
+
+
+def test_v2_coco_statistics(tmp_path):
+    """1-3 separated shapes of about 30-60 px at 128 px, class-independent areas, fills that stand out."""
+    root = str(tmp_path)
+    make_coco_like(root, num_train=120, num_val=1, style='v2')
+    data = load_json(osp.join(root, 'annotations', 'instances_train2017.json'))
+    images = {img['id']: np.asarray(Image.open(osp.join(root, 'train2017', img['file_name'])), float)
+              for img in data['images']}
+    per_image = {i: [a for a in data['annotations'] if a['image_id'] == i] for i in images}
+    counts = [len(a) for a in per_image.values()]
+    assert min(counts) == 1 and max(counts) == 3
+    areas = {c: [] for c in range(1, 5)}
+    contrasts = []
+    for image_id, anns in per_image.items():
+        masks = [polygon_mask(coco_polygon(a), 128, 128) for a in anns]
+        grown = [_dilate(m, 2) for m in masks]
+        assert np.stack(grown).sum(0).max() == 1, 'shapes (with their outlines) touch'
+        for ann, mask in zip(anns, masks):
+            assert 22 <= max(ann['bbox'][2:]) <= 72, ann['bbox']
+            areas[ann['category_id']].append(ann['area'])
+            inside, ring = shape_colour_stats(images[image_id], mask)
+            contrasts.append(np.linalg.norm(inside - ring))
+    mean_areas = [np.mean(areas[c]) for c in areas]
+    assert min(len(v) for v in areas.values()) >= 30 and max(mean_areas) / min(mean_areas) < 1.3
+    assert np.median(contrasts) > 60
+
+
+def _dilate(mask: np.ndarray, steps: int) -> np.ndarray:
+    """Return ``mask`` grown by ``steps`` 8-neighbour steps."""
+    for _ in range(steps):
+        padded = np.pad(mask, 1)
+        mask = np.any([padded[dy:dy + mask.shape[0], dx:dx + mask.shape[1]] for dy in range(3) for dx in range(3)],
+                      axis=0)
+    return mask
+
+
+def test_v2_ade20k_labels(tmp_path):
+    make_ade20k_like(str(tmp_path), num_train=12, num_val=1, style='v2')
+    for index in range(1, 13):
+        label = np.asarray(Image.open(tmp_path / 'annotations' / 'training' / f'ADE_train_{index:08d}.png'))
+        values = set(np.unique(label).tolist())
+        assert {0, 1} <= values <= {0, 1, 2, 3, 4, 5} and 1 <= len(values - {0, 1}) <= 3
+
+
+def test_cli_style_v2(tmp_path):
+    out = tmp_path / 'shapes'
+    subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v2'], cwd=REPO_ROOT,
+                   capture_output=True, text=True, check=True)
+    assert load_json(str(out / 'coco' / 'shapes_meta.json'))['params']['style'] == 'v2'

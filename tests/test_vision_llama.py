@@ -1,6 +1,7 @@
 """VisionLLaMA backbone: 2D RoPE / AS2DRoPE properties, windowed attention, MAE positions, layouts."""
 import copy
 import math
+import warnings
 
 import pytest
 import torch
@@ -9,6 +10,7 @@ from mmcausal.models.backbones import VisionLLaMA
 from mmcausal.models.layers import (RotaryEmbedding2D, TransformerBlock, apply_rotary, auto_scale, grid_positions,
                                     window_key_mask, window_partition, window_unpartition)
 from mmcausal.models.selfsup import MAEVisionLLaMA, random_masking
+from mmcausal.utils.errors import UserInputError
 
 TINY = dict(embed_dims=32, num_layers=3, num_heads=2)
 
@@ -18,6 +20,7 @@ def tiny(**kwargs) -> VisionLLaMA:
     kwargs.setdefault('arch', TINY)
     kwargs.setdefault('img_size', 64)
     kwargs.setdefault('patch_size', 8)
+    kwargs.setdefault('rope_anchor', 8)  # the tiny models "pre-train" at 64 px / patch 8
     model = VisionLLaMA(**kwargs)
     model.init_weights()
     return model.eval()
@@ -81,12 +84,17 @@ def test_as2d_rope_equals_2d_rope_at_the_anchor():
 
 
 def test_as2d_rope_maps_a_larger_grid_onto_the_anchor_range():
-    model = tiny(rope_mode='as2d', rope_anchor=8, with_cls_token=False, out_type='avg_featmap')
+    model = tiny(rope_mode='as2d', rope_anchor=8, as2d_scaling='per_axis', with_cls_token=False,
+                 out_type='avg_featmap')
     positions = model.patch_positions((16, 32))
-    # (i * 8 / 16, j * 8 / 32): both axes span [0, 8) like the anchor grid, per axis
+    # per_axis: (i * 8 / 16, j * 8 / 32): both axes span [0, 8) like the anchor grid
     torch.testing.assert_close(positions, grid_positions((16, 32), (0.5, 0.25)))
     assert positions[:, 0].max() == 7.5 and positions[:, 1].max() == 7.75 and positions.min() == 0
-    assert auto_scale((16, 32), (8, 8)) == (0.5, 0.25)
+    assert auto_scale((16, 32), (8, 8), 'per_axis') == (0.5, 0.25)
+    # isotropic (paper Eq. 4, official code): one scale 8 / 16 from the height, the aspect ratio is kept
+    model.as2d_scaling = 'isotropic'
+    assert model.patch_positions((16, 32))[:, 1].max() == 15.5
+    assert auto_scale((16, 32), (8, 8), 'isotropic') == (0.5, 0.5)
     plain = tiny(rope_mode='2d', with_cls_token=False, out_type='avg_featmap')
     assert plain.patch_positions((16, 32))[:, 1].max() == 31  # 2D RoPE extrapolates instead
     images = torch.randn(1, 3, 128, 256)
@@ -98,7 +106,7 @@ def test_rope_tables_follow_the_aspect_ratio_with_the_same_token_count():
     model = tiny(rope_mode='as2d', with_cls_token=False, out_type='featmap')
     wide, tall = model.sequence_angles((4, 16)), model.sequence_angles((16, 4))
     assert wide.shape == tall.shape and not torch.allclose(wide, tall)
-    torch.testing.assert_close(wide, model.rope_2d(grid_positions((4, 16), (8 / 4, 8 / 16))))
+    torch.testing.assert_close(wide, model.rope_2d(grid_positions((4, 16), (8 / 4, 8 / 16))))  # per axis
     # forward on one shape, then the transposed one: same result as a model that never saw the first
     fresh = copy.deepcopy(model)
     model(torch.randn(1, 3, 32, 128))
@@ -177,7 +185,7 @@ def test_random_masking_keeps_the_requested_fraction():
 
 def test_mae_kept_tokens_keep_their_grid_positions():
     torch.manual_seed(0)
-    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, mask_ratio=0.75).eval()
+    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, mask_ratio=0.75).eval()
     captured = {}
     run_layers = mae.run_layers
     mae.run_layers = lambda tokens, grid, angles: captured.setdefault('angles', angles) is not None and \
@@ -194,7 +202,7 @@ def test_mae_kept_tokens_keep_their_grid_positions():
 def test_mae_without_masking_is_a_permutation_of_the_plain_forward():
     """mask_ratio 0 shuffles all tokens; with per-sample positions the result equals the unmasked forward."""
     torch.manual_seed(0)
-    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, mask_ratio=0.).eval()
+    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, mask_ratio=0.).eval()
     images = torch.randn(2, 3, 64, 64)
     latent, mask, ids_restore = mae(images)
     plain = mae(images, mask=None)[0]
@@ -301,7 +309,7 @@ def test_rope_1d_mode_uses_sequence_indices():
 def test_mae_official_cls_bypass():
     """cls_through_encoder=False (official code): blocks see the patches only; the raw token is normed."""
     torch.manual_seed(0)
-    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, cls_through_encoder=False).eval()
+    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, cls_through_encoder=False).eval()
     images = torch.randn(2, 3, 64, 64)
     torch.manual_seed(1)
     latent, _, _ = mae(images)
@@ -336,3 +344,82 @@ def test_rope_settings_are_validated_when_switched_at_run_time():
     assert model.rope_anchor == (16, 16)
     with pytest.raises(ValueError, match='positive'):
         model.rope_anchor = (0, 4)
+
+
+def _as2d_angles_formula(grid, anchor, head_dim, scaling, theta=10000.):
+    """Independent AS2DRoPE angle table (no mmcausal code). Positions, VisionLLaMA Eq. 4 with anchor B:
+
+    * isotropic (paper Eq. 4 ``R_{i B/H, j B/H}``, official ``s = 224 / H_px``): ``(i B_h / H, j B_h / H)``;
+    * per_axis: ``(i B_h / H, j B_w / W)``.
+
+    Angles (notes §1.1/1.3): ``w_k = theta^(-4k/d)``; pair ``2k`` turns by ``x w_k``, pair ``2k + 1`` by ``y w_k``.
+    """
+    height, width = grid
+    scale_y = anchor[0] / height
+    scale_x = anchor[0] / height if scaling == 'isotropic' else anchor[1] / width
+    table = []
+    for n in range(height * width):
+        y, x = (n // width) * scale_y, (n % width) * scale_x
+        row = []
+        for k in range(head_dim // 4):
+            w = theta ** (-4 * k / head_dim)
+            row += [x * w, y * w]
+        table.append(row)
+    return torch.tensor(table, dtype=torch.float32)
+
+
+@pytest.mark.parametrize('scaling', ['isotropic', 'per_axis'])
+@pytest.mark.parametrize('grid', [(6, 10), (12, 4)])
+def test_as2d_scalings_match_the_formula_off_the_anchor(scaling, grid):
+    model = tiny(rope_mode='as2d', rope_anchor=(8, 8), as2d_scaling=scaling, with_cls_token=False,
+                 out_type='avg_featmap')
+    expected = _as2d_angles_formula(grid, (8, 8), 16, scaling)
+    torch.testing.assert_close(model.sequence_angles(grid), expected, rtol=1e-6, atol=1e-5)
+
+
+def test_as2d_scalings_differ_only_off_a_square_grid():
+    iso = tiny(rope_mode='as2d', as2d_scaling='isotropic', with_cls_token=False, out_type='avg_featmap')
+    per_axis = tiny(rope_mode='as2d', as2d_scaling='per_axis', with_cls_token=False, out_type='avg_featmap')
+    torch.testing.assert_close(iso.sequence_angles((12, 12)), per_axis.sequence_angles((12, 12)), rtol=0, atol=0)
+    assert not torch.allclose(iso.sequence_angles((6, 12)), per_axis.sequence_angles((6, 12)), atol=1e-3)
+
+
+def test_unknown_as2d_scaling_is_a_clear_error():
+    with pytest.raises(UserInputError, match="Unknown as2d_scaling 'anisotropic'.*isotropic.*per_axis"):
+        tiny(as2d_scaling='anisotropic')
+    model = tiny()
+    with pytest.raises(ValueError, match='as2d_scaling'):
+        model.as2d_scaling = 'both'
+    assert model.as2d_scaling == 'per_axis'
+
+
+def test_default_anchor_is_the_224_px_pretraining_grid():
+    """The anchor is the pre-training grid (14 at 224 px / patch 16), never the img_size grid."""
+    dense = VisionLLaMA(TINY, img_size=512, patch_size=16, with_cls_token=False, out_type='featmap')
+    assert dense.rope_anchor == (14, 14) and dense.patch_resolution == (32, 32)
+    assert VisionLLaMA(TINY, img_size=64, patch_size=8).rope_anchor == (28, 28)
+    assert VisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8).rope_anchor == (8, 8)
+
+
+def test_dense_as2d_anchored_at_its_input_grid_warns():
+    kwargs = dict(arch=TINY, img_size=512, patch_size=16, with_cls_token=False, out_type='featmap')
+    with pytest.warns(UserWarning, match=r'rope_anchor=\(32, 32\) equal to the input grid.*14'):
+        VisionLLaMA(rope_mode='as2d', rope_anchor=32, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        VisionLLaMA(rope_mode='as2d', **kwargs)  # default anchor 14
+        VisionLLaMA(rope_mode='2d', rope_anchor=32, **kwargs)  # AS2DRoPE not used
+        VisionLLaMA(TINY, img_size=512, patch_size=16, rope_anchor=32)  # classifier (cls_token output)
+
+
+def test_second_init_weights_keeps_the_pretrained_stem(tmp_path):
+    source = tiny()
+    with torch.no_grad():
+        source.cls_token.fill_(0.5)
+    path = tmp_path / 'backbone.pth'
+    torch.save({'state_dict': source.state_dict()}, path)
+    model = VisionLLaMA(TINY, img_size=64, patch_size=8, init_cfg=dict(type='Pretrained', checkpoint=str(path)))
+    model.init_weights()
+    model.init_weights()  # e.g. a wrapper or a script that initialises again
+    assert (model.cls_token == 0.5).all()
+    torch.testing.assert_close(model.layers[0].attn.qkv.weight, source.layers[0].attn.qkv.weight)

@@ -2,7 +2,8 @@
 # Create or refresh the project virtual environment in .venv/ (idempotent).
 #
 # First run on a fresh machine: ~15 min, dominated by compiling mmcv 2.1.0 (no wheels exist for this
-# torch). The compiled wheel is cached in $MMCAUSAL_CACHE (default ~/.cache/mmcausal) and uv keeps every
+# torch). The compiled wheel is cached in $MMCAUSAL_CACHE (default ~/.cache/mmcausal), keyed on mmcv, torch,
+# Python and the ops it was built with (CPU only, or CUDA <torch.version.cuda>), and uv keeps every
 # other package in its cache, so a second set-up on the same machine, even from a fresh clone, takes
 # well under 2 minutes. A stamp of the requirement files makes a run with nothing to change return in
 # seconds.
@@ -27,10 +28,21 @@ stamp_of() {
 check_stack() {
   "$VENV/bin/python" - <<'PYCHECK'
 import torch, torchvision  # noqa: F401
-from mmcv.ops import nms  # noqa: F401  (fails if mmcv was built without its compiled ops)
+from mmcv.ops import nms  # fails if mmcv was built without its compiled ops
 import mmdet.models, mmseg.models, mmpretrain.models  # noqa: F401
 import mmcausal  # noqa: F401
+if torch.cuda.is_available():  # a CPU-ops mmcv raises here on a GPU node ("not compiled with GPU support")
+    boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.]], device='cuda')
+    nms(boxes, torch.tensor([0.9, 0.8], device='cuda'), 0.5)
 PYCHECK
+}
+
+# The ops mmcv's setup.py compiles: CUDA ones iff a GPU is visible (or FORCE_CUDA=1) and torch has CUDA.
+# torch.version.cuda alone is not enough: the PyPI torch wheel is a CUDA build even on CPU-only machines.
+ops_variant() {
+  "$VENV/bin/python" -c 'import os, torch
+cuda = torch.version.cuda and (torch.cuda.is_available() or os.environ.get("FORCE_CUDA") == "1")
+print(f"cu{torch.version.cuda}" if cuda else "cpu")'
 }
 
 STAMP_FILE="$VENV/.mmcausal-setup-stamp"
@@ -65,9 +77,13 @@ log "build tooling and torch"
 
 TORCH_VERSION="$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')"
 PY_TAG="$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+OPS="$(ops_variant)"
+# A CPU-ops wheel keeps the unsuffixed name every earlier version of this script used on CPU machines, so
+# their caches stay valid; a CUDA-ops wheel gets its own directory (e.g. ...-cp311-cu13.0).
 WHEEL_DIR="$CACHE/wheels/mmcv-$MMCV_VERSION-torch$TORCH_VERSION-$PY_TAG"
+[[ "$OPS" == cpu ]] || WHEEL_DIR="$WHEEL_DIR-$OPS"
 if ! ls "$WHEEL_DIR"/mmcv-*.whl >/dev/null 2>&1; then
-  log "compiling mmcv $MMCV_VERSION with CPU ops against torch $TORCH_VERSION (about 11-17 min on 2 cores)"
+  log "compiling mmcv $MMCV_VERSION with $OPS ops against torch $TORCH_VERSION (about 11-17 min on 2 cores)"
   BUILD="$(mktemp -d)"
   "${PIP[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$BUILD"
   tar -xzf "$BUILD/mmcv-$MMCV_VERSION.tar.gz" -C "$BUILD"

@@ -13,7 +13,11 @@ official                               mmcausal (``ImageClassifier``)
 ``blocks.i.mlp.fc2``                   ``backbone.layers.i.ffn.w3.weight``
 ``norm.weight``                        ``backbone.norm.weight``
 ``head.*``                             ``head.fc.*``
+(none)                                 ``backbone.mask_mode`` = ``'official'`` (see below)
 =====================================  ===========================================
+
+The released weights were trained with the post-softmax soft mask (``mask_mode='official'``); the converted
+file records it, so loading it into an ``ILLaMA`` with another ``mask_mode`` warns.
 """
 import re
 from typing import Dict
@@ -21,7 +25,10 @@ from typing import Dict
 import torch
 from torch import Tensor
 
+from mmcausal.models.backbones.illama import MASK_MODE_KEY, encode_mask_mode
 from .common import rename_key
+
+OFFICIAL_MASK_MODE = 'official'  # the soft mask (paper Eq. 2) of the released iLLaMA training code
 
 _RENAMES = (
     (r'^cls_token$', 'backbone.cls_token'),
@@ -50,4 +57,5 @@ def convert_illama(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
         if new_key is None:
             raise KeyError(f'Unexpected key {key!r} in the iLLaMA checkpoint; is this an official iLLaMA file?')
         converted[new_key] = value
+    converted[f'backbone.{MASK_MODE_KEY}'] = encode_mask_mode(OFFICIAL_MASK_MODE)
     return converted

@@ -22,6 +22,17 @@ Layouts and label conventions:
 * :func:`make_coco_like` -- 1-4 non-overlapping shapes with polygon annotations, ``category_id = 1 + i``
   for ``SHAPE_CLASSES[i]``.
 
+Two independent styles (``style=``) draw the same classes into the same file layouts:
+
+* ``'v1'`` (default): dark textured backgrounds (colour noise plus stripes or a checkerboard), light
+  fills, no outline, rotation within +-20 degrees, shape sizes given by area fractions, 1-4 shapes per
+  scene (COCO: non-overlapping, ADE20K: possibly overlapping).
+* ``'v2'``: a two-colour linear gradient of any two colours plus Gaussian noise of a random strength,
+  fill colours from the whole RGB cube kept apart from the background under them, a 1-2 pixel outline of
+  a random colour, rotation within +-45 degrees, other sizes (COCO: about 30-60 px at 128 px, v1 about
+  16-40 px; the area is still class-independent) and 1-3 shapes separated by a gap (ImageNet: one). It uses its own
+  random streams, so it is an independent draw, for checking that a recipe carries over beyond v1.
+
 Generation is deterministic: each image draws from its own ``numpy.random.default_rng`` seeded with
 ``(seed, dataset, split, index)``, so the same seed gives byte-identical files (for a given numpy,
 Pillow and libjpeg). A ``shapes_meta.json`` holding the parameters is written last; calling a
@@ -33,7 +44,8 @@ import json
 import os
 import os.path as osp
 import shutil
-from typing import Callable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from PIL import Image
@@ -55,6 +67,8 @@ NOISE_STD = 4.0
 MAX_ROTATION = np.pi / 9  # radians
 BACKGROUND_RANGE = (0., 110.)  # per-channel values of backgrounds
 SHAPE_RANGE = (150., 255.)  # per-channel values of shapes
+
+STYLES = ('v1', 'v2')
 
 _SPLITS = ('train', 'val')
 _DATASET_IDS = {'imagenet': 0, 'ade20k': 1, 'coco': 2}
@@ -167,17 +181,19 @@ def render_background(rng: np.random.Generator, size: int) -> np.ndarray:
     return base
 
 
-def _pick_colour(rng: np.random.Generator, under: np.ndarray, tries: int = 32) -> np.ndarray:
-    """Draw a uniformly random RGB colour that stands out from the pixels ``under`` (``(N, 3)``).
+def _pick_colour(rng: np.random.Generator, under: np.ndarray, tries: int = 32,
+                 colour_range: Tuple[float, float] = SHAPE_RANGE,
+                 min_distance: float = MIN_COLOUR_DISTANCE) -> np.ndarray:
+    """Draw a uniformly random RGB colour in ``colour_range`` that stands out from ``under`` (``(N, 3)``).
 
-    A colour is accepted when at least 90% of ``under`` is farther than :data:`MIN_COLOUR_DISTANCE`;
-    otherwise the best of ``tries`` draws is used. The colour never depends on the shape class.
+    A colour is accepted when at least 90% of ``under`` is farther than ``min_distance``; otherwise the
+    best of ``tries`` draws is used. The colour never depends on the shape class.
     """
     best, best_score = None, -1.0
     for _ in range(tries):
-        colour = rng.uniform(*SHAPE_RANGE, size=3)
+        colour = rng.uniform(*colour_range, size=3)
         score = float(np.percentile(np.linalg.norm(under - colour, axis=1), 10))
-        if score >= MIN_COLOUR_DISTANCE:
+        if score >= min_distance:
             return colour
         if score > best_score:
             best, best_score = colour, score
@@ -195,9 +211,9 @@ def paint_polygon(rng: np.random.Generator, image: np.ndarray, polygon: Polygon)
     return mask
 
 
-def finish_image(rng: np.random.Generator, image: np.ndarray) -> Image.Image:
-    """Add mild Gaussian pixel noise and convert a float image to an 8-bit RGB PIL image."""
-    noisy = image + rng.normal(0, NOISE_STD, size=image.shape)
+def finish_image(rng: np.random.Generator, image: np.ndarray, noise_std: float = NOISE_STD) -> Image.Image:
+    """Add Gaussian pixel noise (std ``noise_std``) and convert a float image to an 8-bit RGB PIL image."""
+    noisy = image + rng.normal(0, noise_std, size=image.shape)
     return Image.fromarray(np.clip(np.round(noisy), 0, 255).astype(np.uint8))
 
 
@@ -224,22 +240,24 @@ def _random_center(rng: np.random.Generator, image_size: int, radius: float,
 
 
 def _place_shapes(rng: np.random.Generator, image_size: int, count: int, area_range: Tuple[float, float],
-                  allow_overlap: bool, tries: int = 50) -> List[Tuple[int, Polygon]]:
+                  allow_overlap: bool, tries: int = 50, gap: float = 0.0,
+                  draw: Optional[Callable[[], Tuple[int, float, float]]] = None) -> List[Tuple[int, Polygon]]:
     """Draw up to ``count`` random shapes inside the image as ``(label, polygon)`` pairs.
 
-    Without ``allow_overlap``, a shape whose circumscribed disc intersects an earlier one is moved to a
-    new random position up to ``tries`` times and dropped if it still does not fit (the first shape
-    always fits). Class, area and rotation are drawn once per shape, so the class frequencies stay
-    uniform however crowded the image is.
+    Without ``allow_overlap``, a shape whose circumscribed disc comes closer than ``gap`` pixels to an
+    earlier one is moved to a new random position up to ``tries`` times and dropped if it still does not
+    fit (the first shape always fits). Class, area and rotation are drawn once per shape (by ``draw``,
+    default :func:`_random_shape` with ``area_range``), so the class frequencies stay uniform however
+    crowded the image is.
     """
     placed: List[Tuple[int, Polygon]] = []
     discs: List[Tuple[np.ndarray, float]] = []
     for _ in range(count):
-        label, area, angle = _random_shape(rng, image_size, area_range)
+        label, area, angle = draw() if draw is not None else _random_shape(rng, image_size, area_range)
         radius = _circumradius(SHAPE_CLASSES[label], area)
         for _ in range(tries):
             center = _random_center(rng, image_size, radius)
-            if allow_overlap or all(np.linalg.norm(center - c) > radius + r for c, r in discs):
+            if allow_overlap or all(np.linalg.norm(center - c) > radius + r + gap for c, r in discs):
                 placed.append((label, make_polygon(SHAPE_CLASSES[label], center, area, angle)))
                 discs.append((center, radius))
                 break
@@ -247,11 +265,116 @@ def _place_shapes(rng: np.random.Generator, image_size: int, count: int, area_ra
 
 
 # ----------------------------------------------------------------------------------------------------
+# Style v2: an independent draw (gradient backgrounds, any colours, outlines, separated shapes)
+# ----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayoutStyle:
+    """Per-layout statistics of style v2: shape size ``sqrt(area)`` (fraction of the image side, the
+    same for every class, so the area tells nothing about the class) and the number of shapes per image
+    (inclusive range)."""
+    size: Tuple[float, float]
+    count: Tuple[int, int]
+
+
+V2_LAYOUTS: Dict[str, LayoutStyle] = dict(
+    imagenet=LayoutStyle(size=(0.3, 0.6), count=(1, 1)),
+    ade20k=LayoutStyle(size=(0.18, 0.36), count=(1, 3)),
+    # 24-46 px at 128 px: extents of about 30-60 px (square side 24-46, circle 27-52, cross 32-62)
+    coco=LayoutStyle(size=(24 / 128, 46 / 128), count=(1, 3)),
+)
+V2_MAX_ROTATION = np.pi / 4  # radians
+V2_NOISE_STD = (3.0, 12.0)  # per-image range of the Gaussian pixel noise
+V2_MIN_COLOUR_DISTANCE = 100.0  # fill vs. most of the pixels under it and its outline
+V2_OUTLINE_WIDTH = (1, 2)  # pixels, inclusive
+V2_GAP = 4.0  # pixels between the circumscribed discs of two shapes
+
+
+def render_gradient_background(rng: np.random.Generator, size: int) -> np.ndarray:
+    """Return a ``(size, size, 3)`` float image: a linear gradient between two random RGB colours.
+
+    The direction is uniform in [0, 2 pi); the colours are uniform in the whole RGB cube.
+    """
+    colours = rng.uniform(0, 255, size=(2, 3))
+    u, _ = _rotated_coords(size, rng.uniform(0, 2 * np.pi))
+    t = ((u - u.min()) / (u.max() - u.min()))[..., None]
+    return (1 - t) * colours[0] + t * colours[1]
+
+
+def _v2_shape(rng: np.random.Generator, image_size: int, layout: str,
+              label: Optional[int] = None) -> Tuple[int, float, float]:
+    """Draw ``(label, area, angle)`` for style v2: ``sqrt(area)`` uniform in the layout's size range,
+    the angle uniform in +-:data:`V2_MAX_ROTATION`."""
+    if label is None:
+        label = int(rng.integers(len(SHAPE_CLASSES)))
+    area = (rng.uniform(*V2_LAYOUTS[layout].size) * image_size)**2
+    return label, area, rng.uniform(-V2_MAX_ROTATION, V2_MAX_ROTATION)
+
+
+def _ring(mask: np.ndarray, width: int) -> np.ndarray:
+    """Return the pixels within ``width`` 8-neighbour steps outside ``mask``."""
+    grown = mask
+    for _ in range(width):
+        grown = grown | _outline(grown)
+    return grown & ~mask
+
+
+def paint_polygon_v2(rng: np.random.Generator, image: np.ndarray, polygon: Polygon) -> Tuple[np.ndarray, np.ndarray]:
+    """Fill ``polygon`` and draw its outline (style v2, in place); return ``(fill mask, outline mask)``.
+
+    The fill colour (whole RGB cube) is kept :data:`V2_MIN_COLOUR_DISTANCE` away from the background
+    under the shape and its outline; the outline colour is uniformly random.
+    """
+    mask = polygon_mask(polygon, *image.shape[:2])
+    ring = _ring(mask, int(rng.integers(V2_OUTLINE_WIDTH[0], V2_OUTLINE_WIDTH[1] + 1)))
+    fill = _pick_colour(rng, image[mask | ring], colour_range=(0., 255.), min_distance=V2_MIN_COLOUR_DISTANCE)
+    image[ring] = rng.uniform(0, 255, size=3)
+    image[mask] = fill
+    return mask, ring
+
+
+def render_scene_v2(rng: np.random.Generator, image_size: int, layout: str,
+                    label: Optional[int] = None) -> Tuple[Image.Image, List[Tuple[int, np.ndarray, np.ndarray, Polygon]]]:
+    """Render a style-v2 image of ``layout``; return it and ``(label, fill, outline, polygon)`` per shape.
+
+    ``label`` fixes the class of a single centred-ish shape (classification); otherwise 1-3 shapes (per
+    :data:`V2_LAYOUTS`) are placed at least :data:`V2_GAP` pixels apart.
+    """
+    image = render_gradient_background(rng, image_size)
+    noise_std = rng.uniform(*V2_NOISE_STD)
+    if label is not None:
+        _, area, angle = _v2_shape(rng, image_size, layout, label)
+        radius = _circumradius(SHAPE_CLASSES[label], area)
+        center = _random_center(rng, image_size, radius, spread=0.5)
+        shapes = [(label, make_polygon(SHAPE_CLASSES[label], center, area, angle))]
+    else:
+        lo, hi = V2_LAYOUTS[layout].count
+        shapes = _place_shapes(rng, image_size, int(rng.integers(lo, hi + 1)), (0., 0.), allow_overlap=False,
+                               gap=V2_GAP, draw=lambda: _v2_shape(rng, image_size, layout))
+    painted = [(lab, *paint_polygon_v2(rng, image, polygon), polygon) for lab, polygon in shapes]
+    return finish_image(rng, image, noise_std), painted
+
+
+# ----------------------------------------------------------------------------------------------------
 # Files and caching
 # ----------------------------------------------------------------------------------------------------
-def _image_rng(seed: int, dataset: str, split: str, index: int) -> np.random.Generator:
-    """Return the generator of one image, independent of how many other images are generated."""
-    return np.random.default_rng([seed, _DATASET_IDS[dataset], _SPLITS.index(split), index])
+def _image_rng(seed: int, dataset: str, split: str, index: int, style: str = 'v1') -> np.random.Generator:
+    """Return the generator of one image, independent of how many other images are generated.
+
+    Styles other than v1 append their index to the seed, so each style is an independent draw.
+    """
+    entropy = [seed, _DATASET_IDS[dataset], _SPLITS.index(split), index]
+    return np.random.default_rng(entropy + ([STYLES.index(style)] if style != 'v1' else []))
+
+
+def _check_style(style: str) -> None:
+    """Raise ``ValueError`` for an unknown ``style``."""
+    if style not in STYLES:
+        raise ValueError(f'style must be one of {STYLES}, got {style!r}.')
+
+
+def _style_params(params: dict, style: str) -> dict:
+    """Return ``params`` plus ``style`` unless it is the default (so v1 metadata stays as it was)."""
+    return params if style == 'v1' else dict(params, style=style)
 
 
 def _save_jpeg(image: Image.Image, path: str) -> None:
@@ -326,8 +449,11 @@ def _summary_from_json(root: str, summary: dict) -> dict:
 IMAGENET_AREA_RANGE = (0.12, 0.3)  # shape area as a fraction of the image area
 
 
-def render_classification_image(rng: np.random.Generator, image_size: int, label: int) -> Image.Image:
+def render_classification_image(rng: np.random.Generator, image_size: int, label: int,
+                                style: str = 'v1') -> Image.Image:
     """Render one image with a single shape of class ``label`` near the centre."""
+    if style == 'v2':
+        return render_scene_v2(rng, image_size, 'imagenet', label)[0]
     image = render_background(rng, image_size)
     _, area, angle = _random_shape(rng, image_size, IMAGENET_AREA_RANGE, label)
     radius = _circumradius(SHAPE_CLASSES[label], area)
@@ -344,14 +470,14 @@ def _imagenet_relpath(layout: str, label: int, index: int) -> str:
 
 
 def _write_imagenet_split(root: str, split: str, num_per_class: int, image_size: int, seed: int,
-                          layout: str) -> int:
+                          layout: str, style: str = 'v1') -> int:
     """Write the images (and for ann-file layouts ``meta/<split>.txt``) of one split; return the count."""
     lines = []
     for label in range(len(SHAPE_CLASSES)):
         for index in range(num_per_class):
             relpath = _imagenet_relpath(layout, label, index)
-            rng = _image_rng(seed, 'imagenet', split, label * num_per_class + index)
-            _save_jpeg(render_classification_image(rng, image_size, label), osp.join(root, split, relpath))
+            rng = _image_rng(seed, 'imagenet', split, label * num_per_class + index, style)
+            _save_jpeg(render_classification_image(rng, image_size, label, style), osp.join(root, split, relpath))
             lines.append(f'{relpath} {label}\n')
     if layout != 'folder':
         _write_text(osp.join(root, 'meta', f'{split}.txt'), ''.join(lines))
@@ -364,7 +490,8 @@ def make_imagenet_like(root: str,
                        num_val_per_class: int = 25,
                        image_size: int = 64,
                        seed: int = 0,
-                       layout: str = 'both') -> dict:
+                       layout: str = 'both',
+                       style: str = 'v1') -> dict:
     """Write (or reuse) an ImageNet-like classification dataset with one shape per image.
 
     Layouts (``<split>`` is ``train`` or ``val``, ``<class>`` a name of :data:`SHAPE_CLASSES`):
@@ -385,18 +512,21 @@ def make_imagenet_like(root: str,
         image_size: Side of the square images in pixels.
         seed: Random seed; the same seed gives byte-identical files.
         layout: ``'folder'``, ``'annfile'`` or ``'both'``.
+        style: ``'v1'`` (default) or ``'v2'``, the independent draw (see the module docstring).
 
     Returns:
         dict: ``root``, ``classes``, ``layout``, ``image_size`` and ``num_images`` (per split).
     """
     if layout not in _IMAGENET_LAYOUTS:
         raise ValueError(f'layout must be one of {_IMAGENET_LAYOUTS}, got {layout!r}.')
-    params = dict(dataset='imagenet', num_train_per_class=num_train_per_class,
-                  num_val_per_class=num_val_per_class, image_size=image_size, seed=seed, layout=layout)
+    _check_style(style)
+    params = _style_params(dict(dataset='imagenet', num_train_per_class=num_train_per_class,
+                                num_val_per_class=num_val_per_class, image_size=image_size, seed=seed,
+                                layout=layout), style)
     per_class = dict(train=num_train_per_class, val=num_val_per_class)
 
     def generate() -> dict:
-        counts = {split: _write_imagenet_split(root, split, per_class[split], image_size, seed, layout)
+        counts = {split: _write_imagenet_split(root, split, per_class[split], image_size, seed, layout, style)
                   for split in _SPLITS}
         return dict(classes=list(SHAPE_CLASSES), layout=layout, image_size=image_size,
                     num_images=counts)
@@ -416,11 +546,20 @@ ADE_BACKGROUND = 1
 ADE_FIRST_SHAPE = 2
 
 
-def render_segmentation_sample(rng: np.random.Generator, image_size: int) -> Tuple[Image.Image, np.ndarray]:
-    """Render a scene of 1-4 possibly overlapping shapes and its ADE20K-style label map.
+def render_segmentation_sample(rng: np.random.Generator, image_size: int,
+                               style: str = 'v1') -> Tuple[Image.Image, np.ndarray]:
+    """Render a scene of 1-4 possibly overlapping shapes (v2: 1-3 separated) and its ADE20K label map.
 
-    Later shapes are drawn over earlier ones; each shape gets a 1-pixel unlabelled (0) outline.
+    Later shapes are drawn over earlier ones; each shape gets a 1-pixel unlabelled (0) outline (v2: its
+    drawn outline is unlabelled).
     """
+    if style == 'v2':
+        image, painted = render_scene_v2(rng, image_size, 'ade20k')
+        label_map = np.full((image_size, image_size), ADE_BACKGROUND, dtype=np.uint8)
+        for label, mask, ring, _ in painted:
+            label_map[ring] = ADE_UNLABELLED
+            label_map[mask] = ADE_FIRST_SHAPE + label
+        return image, label_map
     image = render_background(rng, image_size)
     label_map = np.full((image_size, image_size), ADE_BACKGROUND, dtype=np.uint8)
     count = int(rng.integers(1, MAX_SHAPES + 1))
@@ -431,12 +570,14 @@ def render_segmentation_sample(rng: np.random.Generator, image_size: int) -> Tup
     return finish_image(rng, image), label_map
 
 
-def _write_ade20k_split(root: str, split: str, num_images: int, image_size: int, seed: int) -> int:
+def _write_ade20k_split(root: str, split: str, num_images: int, image_size: int, seed: int,
+                        style: str = 'v1') -> int:
     """Write the images and label maps of one split; return the number of images."""
     folder = dict(train='training', val='validation')[split]
     for index in range(num_images):
         stem = f'ADE_{split}_{index + 1:08d}'
-        image, label_map = render_segmentation_sample(_image_rng(seed, 'ade20k', split, index), image_size)
+        image, label_map = render_segmentation_sample(_image_rng(seed, 'ade20k', split, index, style), image_size,
+                                                       style)
         _save_jpeg(image, osp.join(root, 'images', folder, f'{stem}.jpg'))
         _save_label_png(label_map, osp.join(root, 'annotations', folder, f'{stem}.png'))
     return num_images
@@ -447,7 +588,8 @@ def make_ade20k_like(root: str,
                      num_train: int = 128,
                      num_val: int = 16,
                      image_size: int = 64,
-                     seed: int = 0) -> dict:
+                     seed: int = 0,
+                     style: str = 'v1') -> dict:
     """Write (or reuse) an ADE20K-like semantic segmentation dataset.
 
     Layout: ``root/images/{training,validation}/ADE_{train,val}_<8 digits>.jpg`` and label maps
@@ -466,16 +608,19 @@ def make_ade20k_like(root: str,
         num_val: Validation images.
         image_size: Side of the square images in pixels.
         seed: Random seed; the same seed gives byte-identical files.
+        style: ``'v1'`` (default) or ``'v2'``, the independent draw (see the module docstring).
 
     Returns:
         dict: ``root``, ``classes`` (after ``reduce_zero_label``), ``image_size`` and ``num_images``.
     """
-    params = dict(dataset='ade20k', num_train=num_train, num_val=num_val, image_size=image_size, seed=seed)
+    _check_style(style)
+    params = _style_params(dict(dataset='ade20k', num_train=num_train, num_val=num_val, image_size=image_size,
+                                seed=seed), style)
     counts = dict(train=num_train, val=num_val)
 
     def generate() -> dict:
         for split in _SPLITS:
-            _write_ade20k_split(root, split, counts[split], image_size, seed)
+            _write_ade20k_split(root, split, counts[split], image_size, seed, style)
         return dict(classes=list(ADE20K_CLASSES), image_size=image_size, num_images=counts)
 
     return _generate_cached(root, params, ('images', 'annotations'), generate)
@@ -484,9 +629,13 @@ def make_ade20k_like(root: str,
 # ----------------------------------------------------------------------------------------------------
 # COCO
 # ----------------------------------------------------------------------------------------------------
-def render_detection_sample(rng: np.random.Generator,
-                            image_size: int) -> Tuple[Image.Image, List[Tuple[int, Polygon]]]:
-    """Render a scene of 1-4 non-overlapping shapes; return the image and ``(label, polygon)`` pairs."""
+def render_detection_sample(rng: np.random.Generator, image_size: int,
+                            style: str = 'v1') -> Tuple[Image.Image, List[Tuple[int, Polygon]]]:
+    """Render a scene of 1-4 non-overlapping shapes (v2: 1-3 separated); return the image and
+    ``(label, polygon)`` pairs (v2: the polygon of the fill, without the outline)."""
+    if style == 'v2':
+        image, painted = render_scene_v2(rng, image_size, 'coco')
+        return image, [(label, polygon) for label, _, _, polygon in painted]
     image = render_background(rng, image_size)
     count = int(rng.integers(1, MAX_SHAPES + 1))
     shapes = _place_shapes(rng, image_size, count, SCENE_AREA_RANGE, allow_overlap=False)
@@ -510,13 +659,14 @@ def _coco_categories() -> List[dict]:
     return [dict(id=i + 1, name=name, supercategory='shape') for i, name in enumerate(SHAPE_CLASSES)]
 
 
-def _write_coco_split(root: str, split: str, num_images: int, image_size: int, seed: int) -> Tuple[str, int]:
+def _write_coco_split(root: str, split: str, num_images: int, image_size: int, seed: int,
+                      style: str = 'v1') -> Tuple[str, int]:
     """Write the images and ``annotations/instances_<split>2017.json``; return its path and #instances."""
     images, annotations = [], []
     for index in range(num_images):
         image_id = index + 1
         file_name = f'{image_id:012d}.jpg'
-        image, shapes = render_detection_sample(_image_rng(seed, 'coco', split, index), image_size)
+        image, shapes = render_detection_sample(_image_rng(seed, 'coco', split, index, style), image_size, style)
         _save_jpeg(image, osp.join(root, f'{split}2017', file_name))
         images.append(dict(id=image_id, file_name=file_name, height=image_size, width=image_size))
         for label, polygon in shapes:
@@ -533,7 +683,8 @@ def make_coco_like(root: str,
                    num_train: int = 64,
                    num_val: int = 16,
                    image_size: int = 128,
-                   seed: int = 0) -> dict:
+                   seed: int = 0,
+                   style: str = 'v1') -> dict:
     """Write (or reuse) a COCO-like instance detection/segmentation dataset.
 
     Layout: ``root/{train,val}2017/<12-digit image id>.jpg`` and
@@ -550,16 +701,19 @@ def make_coco_like(root: str,
         num_val: Validation images.
         image_size: Side of the square images in pixels.
         seed: Random seed; the same seed gives byte-identical files.
+        style: ``'v1'`` (default) or ``'v2'``, the independent draw (see the module docstring).
 
     Returns:
         dict: ``root``, ``classes``, ``image_size``, ``num_images``, ``num_instances`` and ``ann_files``
         (relative to ``root``), the last three per split.
     """
-    params = dict(dataset='coco', num_train=num_train, num_val=num_val, image_size=image_size, seed=seed)
+    _check_style(style)
+    params = _style_params(dict(dataset='coco', num_train=num_train, num_val=num_val, image_size=image_size,
+                                seed=seed), style)
     counts = dict(train=num_train, val=num_val)
 
     def generate() -> dict:
-        written = {split: _write_coco_split(root, split, counts[split], image_size, seed) for split in _SPLITS}
+        written = {split: _write_coco_split(root, split, counts[split], image_size, seed, style) for split in _SPLITS}
         return dict(classes=list(SHAPE_CLASSES), image_size=image_size, num_images=counts,
                     num_instances={split: n for split, (_, n) in written.items()},
                     ann_files={split: path for split, (path, _) in written.items()})

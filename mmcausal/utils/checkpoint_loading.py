@@ -22,6 +22,7 @@ come back as inert :class:`ForeignObject` placeholders, so the tensors can be ta
 import _compat_pickle
 import argparse
 import functools
+import inspect
 import os
 import os.path as osp
 import pickle
@@ -48,12 +49,14 @@ def _history_buffer_method(owner: Any, name: str) -> Any:
     """``builtins.getattr`` as Runner checkpoints use it, and nothing more.
 
     ``torch.save`` pickles with protocol 2, which stores the functions in ``HistoryBuffer``'s statistics
-    table (``HistoryBuffer.min`` ...) as ``getattr(HistoryBuffer, 'min')``. Only that is answered: an
-    attribute of ``HistoryBuffer`` named in its statistics table. A real ``getattr`` would reach anything.
+    table (``HistoryBuffer.min`` ...) as ``getattr(HistoryBuffer, 'min')``. Only that is answered: a
+    function defined on ``HistoryBuffer`` that is a statistic (the four defaults, which a fresh process has
+    not registered yet, or a registered one). A real ``getattr`` would reach anything.
     """
     from mmengine.logging import HistoryBuffer
-    if owner is HistoryBuffer and name in HistoryBuffer._statistics_methods:
-        return getattr(HistoryBuffer, name)
+    statistics = {'min', 'max', 'current', 'mean', *HistoryBuffer._statistics_methods}  # filled lazily
+    if owner is HistoryBuffer and name in statistics and inspect.isfunction(vars(HistoryBuffer).get(name)):
+        return vars(HistoryBuffer)[name]
     raise pickle.UnpicklingError(f'getattr({owner!r}, {name!r}) is not allowed in a checkpoint')
 
 
@@ -166,11 +169,12 @@ def load_checkpoint_file(source: Source, map_location: Optional[Any] = None, *,
             with torch.serialization.safe_globals(list(allowed_globals())):
                 return torch.load(file, map_location=map_location, weights_only=True)
         except pickle.UnpicklingError as error:
-            file.seek(start)
-            foreign = _foreign_globals(file)
+            reason = _torch_reason(error)
+        file.seek(start)
+        foreign = _foreign_globals(file)
         if not _opted_in(name):
             what = (f'pickles {", ".join(foreign)}, which mmcausal does not unpickle' if foreign else
-                    f'cannot be unpickled weights-only ({_torch_reason(error)})')
+                    f'cannot be unpickled weights-only ({reason})')
             raise UnsafeCheckpointError(f'{name} {what} (it could run arbitrary code). Only if you trust this '
                                         f'file: {UNSAFE_LOAD_ENV}={name}')
         file.seek(start)

@@ -3,10 +3,11 @@
 Usage, from the repository root::
 
     python tools/dataset_converters/make_shapes_datasets.py --out data/shapes [--seed 0] \
-        [--which imagenet ade20k coco]
+        [--which imagenet ade20k coco] [--style v1|v2]
 
 writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of
-:mod:`mmcausal.datasets.shapes`. Datasets already generated with the same parameters are left as they are.
+:mod:`mmcausal.datasets.shapes`. ``--style v2`` draws the independent second style (gradient
+backgrounds, any colours, outlines, 1-3 separated shapes; see the module docstring). Datasets already generated with the same parameters are left as they are.
 
 The generator module is loaded from its file with :mod:`importlib` instead of ``import mmcausal...``:
 importing the package runs ``mmcausal/__init__.py``, which imports torch and the OpenMMLab libraries.
@@ -39,6 +40,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
     parser.add_argument('--which', nargs='+', choices=DATASETS, default=list(DATASETS),
                         help='datasets to generate (default: all)')
+    parser.add_argument('--style', choices=('v1', 'v2'), default='v1',
+                        help='v1: the embedded data (default); v2: an independent draw with other statistics')
     return parser.parse_args(argv)
 
 
@@ -59,7 +62,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     makers = dict(imagenet=shapes.make_imagenet_like, ade20k=shapes.make_ade20k_like,
                   coco=shapes.make_coco_like)
     for name in args.which:
-        summary = makers[name](osp.join(args.out, name), seed=args.seed)
+        summary = makers[name](osp.join(args.out, name), seed=args.seed, style=args.style)
         print(describe(name, summary))
 
 

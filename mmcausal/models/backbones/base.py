@@ -5,10 +5,20 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
 
+from mmcausal.utils.errors import UserInputError
 from ..layers import split_cls_token
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
+
+
+class BackboneConfigError(UserInputError, ValueError):
+    """A backbone argument of the config is invalid (unknown ``arch``, ``out_type``, ``out_indices`` ...)."""
+
+
+class ImageBatchError(UserInputError, ValueError):
+    """The images that reach the backbone are not a non-empty ``(B, in_channels, H, W)`` batch."""
 
 
 def resolve_arch(arch: Union[str, dict], arch_zoo: Dict[tuple, dict], required: Sequence[str]) -> dict:
@@ -19,18 +29,23 @@ def resolve_arch(arch: Union[str, dict], arch_zoo: Dict[tuple, dict], required: 
             if key in names:
                 return dict(setting)
         choices = sorted({name for names in arch_zoo for name in names})
-        raise ValueError(f'Unknown arch {arch!r}; choose one of {choices} or pass a dict with keys {list(required)}.')
+        raise BackboneConfigError(f'Unknown arch {arch!r}; choose one of {choices} or pass a dict with keys '
+                                  f'{list(required)}.')
     missing = set(required) - set(arch)
     if missing:
-        raise ValueError(f'Custom arch dict is missing keys {sorted(missing)} (needs {list(required)}).')
+        raise BackboneConfigError(f'Custom arch dict is missing keys {sorted(missing)} (needs {list(required)}).')
     return dict(arch)
 
 
 def check_image_batch(x: Tensor, in_channels: int) -> None:
-    """Raise a ``ValueError`` that says what to change unless ``x`` is a ``(B, in_channels, H, W)`` batch."""
+    """Raise :class:`ImageBatchError` (what to change) unless ``x`` is a ``(B, in_channels, H, W)`` batch
+    with ``H, W >= 1``."""
     if x.dim() != 4 or x.shape[1] != in_channels:
-        raise ValueError(f'Expected images of shape (B, {in_channels}, H, W), got {tuple(x.shape)}. '
-                         'Check the data preprocessor (channel order / batching) or `in_channels`.')
+        raise ImageBatchError(f'Expected images of shape (B, {in_channels}, H, W), got {tuple(x.shape)}. '
+                              'Check the data preprocessor (channel order / batching) or `in_channels`.')
+    if x.shape[2] < 1 or x.shape[3] < 1:
+        raise ImageBatchError(f'Got an empty image batch of shape {tuple(x.shape)} (H or W is 0). Check the '
+                              'image files and the pipeline\'s resize / crop sizes.')
 
 
 class PlainBackbone(BaseBackbone):
@@ -45,26 +60,34 @@ class PlainBackbone(BaseBackbone):
     """
     stem_parameters = ('cls_token', 'pos_embed')
     cls_position: Optional[str] = None
+    with_cp: bool = False  # gradient checkpointing of every block (see :meth:`_run_block`)
 
     def _set_outputs(self, out_indices: Union[int, Sequence[int]], out_type: str, final_norm: bool,
                      frozen_stages: int) -> None:
         if out_type not in OUT_TYPES:
-            raise ValueError(f'Unknown out_type {out_type!r}; choose one of {OUT_TYPES}.')
+            raise BackboneConfigError(f'Unknown out_type {out_type!r}; choose one of {OUT_TYPES}.')
         if out_type == 'cls_token' and self.cls_position is None:
-            raise ValueError('out_type="cls_token" needs a class token; set with_cls_token=True or use '
-                             'out_type="avg_featmap".')
+            raise BackboneConfigError('out_type="cls_token" needs a class token; set with_cls_token=True or use '
+                                      'out_type="avg_featmap".')
         indices = [out_indices] if isinstance(out_indices, int) else list(out_indices)
         normalised = [i + self.num_layers if i < 0 else i for i in indices]
         bad = [i for i, n in zip(indices, normalised) if not 0 <= n < self.num_layers]
         if bad:
-            raise ValueError(f'out_indices {bad} out of range for {self.num_layers} blocks.')
+            raise BackboneConfigError(f'out_indices {bad} out of range for {self.num_layers} blocks.')
         self.out_indices = normalised
         self.out_type = out_type
         self.final_norm = final_norm
         self.frozen_stages = frozen_stages
 
     def init_weights(self) -> None:
-        """Stem tokens ~ TruncNormal(0.02) first, then ``init_cfg``, so a ``Pretrained`` init overwrites them."""
+        """Stem tokens ~ TruncNormal(0.02) first, then ``init_cfg``, so a ``Pretrained`` init overwrites them.
+
+        Runs once: ``BaseModule.init_weights`` skips an initialised module (``is_init``), and so does the stem
+        init here, so a second call cannot re-randomise the loaded ``cls_token`` / ``pos_embed``.
+        """
+        if self.is_init:
+            super().init_weights()  # only logs that init_weights was called more than once
+            return
         for name in self.stem_parameters:
             param = getattr(self, name, None)
             if isinstance(param, nn.Parameter):
@@ -91,6 +114,13 @@ class PlainBackbone(BaseBackbone):
         super().train(mode)
         self._freeze_stages()
         return self
+
+    def _run_block(self, block: nn.Module, tokens: Tensor, *args) -> Tensor:
+        """``block(tokens, *args)``; with ``with_cp`` (training, grad-enabled) its activations are not stored
+        but recomputed in the backward pass (non-reentrant ``torch.utils.checkpoint``; same gradients)."""
+        if self.with_cp and self.training and tokens.requires_grad:
+            return checkpoint(block, tokens, *args, use_reentrant=False)
+        return block(tokens, *args)
 
     def _after_layer(self, index: int, tokens: Tensor, grid: Tuple[int, int], outs: List[Tensor]) -> Tensor:
         """Apply the final norm after the last block and collect the output of block ``index`` if requested."""

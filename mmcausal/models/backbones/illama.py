@@ -6,6 +6,7 @@ position embedding over all ``N + 1`` tokens (cls row last), RoPE on q/k with po
 ``N``), then ``depth`` pre-norm blocks of RMSNorm -> attention -> RMSNorm -> SwiGLU. The soft mask
 (Eq. 2) mixes causal and bidirectional attention with the runtime rate ``soft_mask_rate``.
 """
+import warnings
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -16,6 +17,20 @@ from mmcausal.registry import MODELS
 from ..layers import (RotaryEmbedding1D, TransformerBlock, build_norm_layer, insert_cls_token, resize_pos_embed,
                       swiglu_hidden_dims)
 from .base import PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
+
+MASK_MODE_KEY = 'mask_mode'  # state-dict entry (under the backbone's prefix) recording the attention mask mode
+
+
+def encode_mask_mode(mask_mode: str) -> Tensor:
+    """The state-dict record of a mask mode: its name as a ``uint8`` tensor of ASCII codes (a tensor, so
+    every checkpoint path keeps it, renames it with the weights and loads it with ``weights_only=True``)."""
+    return torch.tensor(list(mask_mode.encode('ascii')), dtype=torch.uint8)
+
+
+def decode_mask_mode(record: Tensor) -> str:
+    """Inverse of :func:`encode_mask_mode`."""
+    return bytes(record.flatten().tolist()).decode('ascii')
+
 
 @MODELS.register_module()
 class ILLaMA(PlainBackbone):
@@ -39,6 +54,8 @@ class ILLaMA(PlainBackbone):
         drop_rate: dropout after adding the position embedding.
         drop_path_rate: stochastic depth, linear from 0 (first block) to this value (last block).
         frozen_stages: freeze the stem (patch/pos/cls) and the first ``frozen_stages`` blocks; -1 = none.
+        with_cp: gradient checkpointing of every block (recomputes activations in the backward pass: same
+            gradients, far less memory; e.g. the ``official`` mask's heads x N x N scores at 1025 tokens).
         norm_cfg, qkv_bias, rope_theta, patch_size, in_channels: as named.
     """
     arch_zoo = {
@@ -65,6 +82,7 @@ class ILLaMA(PlainBackbone):
                  norm_cfg: Optional[dict] = None,
                  rope_theta: float = 10000.,
                  frozen_stages: int = -1,
+                 with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         if init_cfg is None:
             init_cfg = [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)]
@@ -86,6 +104,8 @@ class ILLaMA(PlainBackbone):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, self.embed_dims))
         self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
+        self._register_state_dict_hook(self._record_mask_mode)
+        self._register_load_state_dict_pre_hook(self._check_loaded_mask_mode)
         self.pos_drop = nn.Dropout(drop_rate)
         self.rope = RotaryEmbedding1D(self.embed_dims // setting['num_heads'], theta=rope_theta)
 
@@ -97,6 +117,7 @@ class ILLaMA(PlainBackbone):
         self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
         self.pool_norm = nn.Identity()
         self.soft_mask_rate = soft_mask_rate
+        self.with_cp = with_cp
         self._freeze_stages()
 
     @property
@@ -110,6 +131,32 @@ class ILLaMA(PlainBackbone):
             raise ValueError(f'soft_mask_rate must be in [0, 1], got {alpha}.')
         for layer in self.layers:
             layer.attn.soft_mask_rate = float(alpha)
+
+    @property
+    def mask_mode(self) -> str:
+        """Attention mask mode of every block (:data:`~mmcausal.models.layers.MASK_MODES`)."""
+        return self.layers[0].attn.mask_mode
+
+    @staticmethod
+    def _record_mask_mode(module: 'ILLaMA', state_dict: dict, prefix: str, local_metadata: dict) -> None:
+        """State-dict hook (torch and mmengine ``get_state_dict``): store ``prefix + 'mask_mode'``."""
+        state_dict[prefix + MASK_MODE_KEY] = encode_mask_mode(module.mask_mode)
+
+    def _check_loaded_mask_mode(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Load-time hook: consume the ``mask_mode`` record and warn if it differs from this model's mode.
+
+        Files without the record (older checkpoints) load silently; the record is never an unexpected key.
+        """
+        record = state_dict.pop(prefix + MASK_MODE_KEY, None)
+        if record is None:
+            return
+        trained = decode_mask_mode(record)
+        if trained != self.mask_mode:
+            warnings.warn(
+                f'ILLaMA: the checkpoint was trained with mask_mode={trained!r}, but this model uses '
+                f'mask_mode={self.mask_mode!r}; its attention differs from the one the weights learned. Set '
+                f'mask_mode={trained!r} in the backbone config unless the change is intended (e.g. fine-tuning '
+                'to another mode).', UserWarning, stacklevel=2)
 
     def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
         """Load-time hook: resize a checkpoint's square position table (e.g. 224 px) to this model's grid."""
@@ -134,5 +181,5 @@ class ILLaMA(PlainBackbone):
 
         outs = []
         for i, layer in enumerate(self.layers):
-            tokens = self._after_layer(i, layer(tokens, rope_angles), grid, outs)
+            tokens = self._after_layer(i, self._run_block(layer, tokens, rope_angles), grid, outs)
         return tuple(outs)

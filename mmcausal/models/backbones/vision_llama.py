@@ -20,17 +20,18 @@ notes §2.2): its SwiGLU is ``round_up(8/3 * 4D, 256)`` wide with biases and onl
 drop path. ``official_deit`` is the supervised timm model (notes §2.1; no weights were released). The FFN
 is always stored fused (``ffn.w12 = [gate; up]``); converters fuse split official layouts.
 """
+import warnings
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
-from torch.utils.checkpoint import checkpoint
 
 from mmcausal.registry import MODELS
 from ..layers import (RotaryEmbedding1D, RotaryEmbedding2D, TransformerBlock, auto_scale, build_norm_layer,
                       check_rope_mode, grid_positions, insert_cls_token, swiglu_hidden_dims)
-from .base import PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
+from ..layers.rope import check_as2d_scaling
+from .base import BackboneConfigError, PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
 
 LAYOUTS = {
     'clean': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=0., ffn_drop_path=True, cls_rope='identity'),
@@ -40,6 +41,7 @@ LAYOUTS = {
                           cls_rope='legacy_trunc'),
 }
 CLS_ROPE_MODES = ('identity', 'legacy_trunc', 'legacy_floor')
+PRETRAIN_SIZE = 224  # px; the default AS2DRoPE anchor is its grid (14 tokens at patch 16, official s = 224 / H_px)
 
 
 def _pair(value: Union[int, Sequence[int]]) -> Tuple[int, int]:
@@ -53,14 +55,23 @@ class VisionLLaMA(PlainBackbone):
     Args:
         arch: ``'small' | 'base' | 'large'`` (or ``s/b/l``), or a dict with ``embed_dims``, ``num_layers``,
             ``num_heads`` (optional ``ffn_hidden_dims``).
-        img_size: training resolution; it sets the default AS2DRoPE anchor (``img_size / patch_size``).
-            Any input size runs: images are zero-padded bottom/right to a multiple of ``patch_size``.
+        img_size: nominal input resolution (the patch grid of ``featmap`` outputs at that size). Any input
+            size runs: images are zero-padded bottom/right to a multiple of ``patch_size``. It does *not*
+            set the AS2DRoPE anchor (see ``rope_anchor``).
         layout: weight layout preset, see the module docstring. ``ffn_ratio``, ``ffn_bias``,
             ``layer_scale_init_value``, ``ffn_drop_path`` and ``cls_rope`` override single fields.
         with_cls_token: prepend a class token (it takes part in attention; its RoPE rotation is ``cls_rope``).
-        rope_mode: ``'as2d'`` (default; positions ``(i * B_h / H, j * B_w / W)``), ``'2d'`` (integer grid
-            positions, what the official downstream code uses) or ``'1d'`` (flat sequence index, for ablations).
-        rope_anchor: AS2DRoPE anchor grid in tokens (int or ``(h, w)``); default: the ``img_size`` grid.
+        rope_mode: ``'as2d'`` (default; positions scaled onto the anchor grid, see ``as2d_scaling``), ``'2d'``
+            (integer grid positions, what the official downstream code uses) or ``'1d'`` (flat sequence index,
+            for ablations).
+        rope_anchor: AS2DRoPE anchor grid in tokens (int or ``(h, w)``): the grid the weights were
+            pre-trained on. Default: ``224 // patch_size`` (14 at patch 16), the official anchor; a model
+            pre-trained at another size must say so (e.g. 8 for the 64 px / patch 8 twins).
+        as2d_scaling: ``'per_axis'`` (default, ours: ``(B_h / H, B_w / W)``, every axis spans the anchor's
+            range) or ``'isotropic'`` (paper Eq. 4 and the official code: one scale ``B_h / H`` for both axes);
+            see :func:`~mmcausal.models.layers.rope.auto_scale`. Both agree on square grids. ``per_axis`` is
+            the default from evidence: on the tiny twin trained at 64 px it keeps 8-17 points more top-1 at
+            64x96 / 48x128 and 2-6 at 128x48 (README, "Resolution generalisation").
         rope_theta: RoPE frequency base.
         cls_rope: class-token rotation: ``'identity'`` (angle 0), or the official deit quirk of rotating it
             like flat index -1, i.e. column ``W - 1`` and row ``0`` (``'legacy_trunc'``, torch < 1.13) or
@@ -92,6 +103,7 @@ class VisionLLaMA(PlainBackbone):
                  with_cls_token: bool = True,
                  rope_mode: str = 'as2d',
                  rope_anchor: Optional[Union[int, Sequence[int]]] = None,
+                 as2d_scaling: str = 'per_axis',
                  rope_theta: float = 10000.,
                  window_size: int = 0,
                  global_blocks: Sequence[int] = (),
@@ -132,7 +144,10 @@ class VisionLLaMA(PlainBackbone):
                                       kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
                                       input_size=_pair(img_size))
         self.patch_resolution = self.patch_embed.init_out_size
-        self.rope_anchor = rope_anchor if rope_anchor is not None else self.patch_resolution
+        default_anchor = max(PRETRAIN_SIZE // patch_size, 1)
+        self.rope_anchor = rope_anchor if rope_anchor is not None else default_anchor
+        self.as2d_scaling = as2d_scaling
+        self._warn_dense_anchor(default_anchor, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
         head_dim = self.embed_dims // setting['num_heads']
         self.rope_2d = RotaryEmbedding2D(head_dim, theta=rope_theta)
@@ -154,22 +169,34 @@ class VisionLLaMA(PlainBackbone):
     @staticmethod
     def _resolve_layout(layout: str, **overrides) -> dict:
         if layout not in LAYOUTS:
-            raise ValueError(f'Unknown VisionLLaMA layout {layout!r}; choose one of {sorted(LAYOUTS)}.')
+            raise BackboneConfigError(f'Unknown VisionLLaMA layout {layout!r}; choose one of {sorted(LAYOUTS)}.')
         options = dict(LAYOUTS[layout])
         options.update({key: value for key, value in overrides.items() if value is not None})
         if options['cls_rope'] not in CLS_ROPE_MODES:
-            raise ValueError(f'Unknown cls_rope {options["cls_rope"]!r}; choose one of {CLS_ROPE_MODES}.')
+            raise BackboneConfigError(f'Unknown cls_rope {options["cls_rope"]!r}; choose one of {CLS_ROPE_MODES}.')
         return options
 
     def _check_global_blocks(self, global_blocks: Sequence[int], window_size: int, with_cls: bool) -> Tuple[int, ...]:
         blocks = tuple(sorted(i + self.num_layers if i < 0 else i for i in global_blocks))
         if any(not 0 <= i < self.num_layers for i in blocks):
-            raise ValueError(f'global_blocks {list(global_blocks)} out of range for {self.num_layers} blocks.')
+            raise BackboneConfigError(f'global_blocks {list(global_blocks)} out of range for {self.num_layers} blocks.')
         if window_size < 0:
-            raise ValueError(f'window_size must be >= 0 (0 = global attention), got {window_size}.')
+            raise BackboneConfigError(f'window_size must be >= 0 (0 = global attention), got {window_size}.')
         if window_size and with_cls:
-            raise ValueError('Windowed attention cannot place a class token; set with_cls_token=False.')
+            raise BackboneConfigError('Windowed attention cannot place a class token; set with_cls_token=False.')
         return blocks
+
+    def _warn_dense_anchor(self, default: int, patch_size: int) -> None:
+        """Warn when a dense (``featmap``) AS2DRoPE backbone anchors at its own input grid (other than the
+        default ``default x default``): at that size AS2DRoPE is plain 2D RoPE, not positions rescaled onto the
+        pre-training grid."""
+        anchored_at_input = tuple(self.rope_anchor) == tuple(self.patch_resolution) != (default, default)
+        if self.rope_mode == 'as2d' and self.out_type == 'featmap' and anchored_at_input:
+            warnings.warn(
+                f'VisionLLaMA: rope_mode="as2d" with rope_anchor={self.rope_anchor} equal to the input grid of '
+                f'img_size, so AS2DRoPE is plain 2D RoPE at that size. Set rope_anchor to the grid the weights '
+                f'were pre-trained on (e.g. {default} for {PRETRAIN_SIZE} px at patch {patch_size}); keep it only '
+                'if they were pre-trained at this grid.', UserWarning, stacklevel=3)
 
     @property
     def rope_mode(self) -> str:
@@ -180,7 +207,7 @@ class VisionLLaMA(PlainBackbone):
     def rope_mode(self, rope_mode: str) -> None:
         check_rope_mode(rope_mode)
         if self.window_size and rope_mode == '1d':
-            raise ValueError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
+            raise BackboneConfigError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
         self._rope_mode = rope_mode
 
     @property
@@ -192,13 +219,22 @@ class VisionLLaMA(PlainBackbone):
     def rope_anchor(self, anchor: Union[int, Sequence[int]]) -> None:
         anchor = _pair(anchor)
         if min(anchor) <= 0:
-            raise ValueError(f'rope_anchor must be positive (tokens per side), got {anchor}.')
+            raise BackboneConfigError(f'rope_anchor must be positive (tokens per side), got {anchor}.')
         self._rope_anchor = anchor
 
     # ----------------------------------------------------------------- positions
+    @property
+    def as2d_scaling(self) -> str:
+        """``'isotropic' | 'per_axis'``: how AS2DRoPE scales a grid onto the anchor; switchable at run time."""
+        return self._as2d_scaling
+
+    @as2d_scaling.setter
+    def as2d_scaling(self, scaling: str) -> None:
+        self._as2d_scaling = check_as2d_scaling(scaling)
+
     def rope_scale(self, grid: Tuple[int, int]) -> Tuple[float, float]:
-        """Per-axis position scale for a ``(H, W)`` grid: AS2DRoPE anchor / grid, else 1."""
-        return auto_scale(grid, self.rope_anchor) if self.rope_mode == 'as2d' else (1., 1.)
+        """Position scale ``(s_y, s_x)`` of a ``(H, W)`` grid: AS2DRoPE (``as2d_scaling``), else ``(1, 1)``."""
+        return auto_scale(grid, self.rope_anchor, self.as2d_scaling) if self.rope_mode == 'as2d' else (1., 1.)
 
     def patch_positions(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
         """RoPE positions of the patch tokens: ``(H*W, 2)`` scaled ``(y, x)``, or ``(H*W,)`` for ``'1d'``."""
@@ -249,9 +285,6 @@ class VisionLLaMA(PlainBackbone):
         outs: List[Tensor] = []
         for i, layer in enumerate(self.layers):
             layer_angles = local_angles if layer.window_size else angles
-            if self.with_cp and self.training and tokens.requires_grad:
-                tokens = checkpoint(layer, tokens, layer_angles, grid, use_reentrant=False)
-            else:
-                tokens = layer(tokens, layer_angles, grid)
+            tokens = self._run_block(layer, tokens, layer_angles, grid)
             tokens = self._after_layer(i, tokens, grid, outs)
         return tuple(outs)

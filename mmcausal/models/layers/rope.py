@@ -14,6 +14,8 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor, nn
 
+from mmcausal.utils.errors import UserInputError
+
 
 def rope_frequencies(num_pairs: int, theta: float = 10000.) -> Tensor:
     """Frequencies ``w_i = theta^(-i / num_pairs)`` for ``i = 0..num_pairs-1`` (RoFormer Eq. 15).
@@ -64,13 +66,26 @@ class RotaryEmbedding1D(nn.Module):
 
 
 ROPE_MODES = ('1d', '2d', 'as2d')
+AS2D_SCALINGS = ('isotropic', 'per_axis')
+
+
+class RopeConfigError(UserInputError, ValueError):
+    """An unknown or invalid RoPE setting in a config (the message lists the valid values)."""
 
 
 def check_rope_mode(rope_mode: str) -> str:
-    """Return ``rope_mode`` or raise a ``ValueError`` listing the valid modes."""
+    """Return ``rope_mode`` or raise a :class:`RopeConfigError` listing the valid modes."""
     if rope_mode not in ROPE_MODES:
-        raise ValueError(f'Unknown rope_mode {rope_mode!r}; choose one of {ROPE_MODES}.')
+        raise RopeConfigError(f'Unknown rope_mode {rope_mode!r}; choose one of {ROPE_MODES}.')
     return rope_mode
+
+
+def check_as2d_scaling(scaling: str) -> str:
+    """Return ``scaling`` or raise a :class:`RopeConfigError` listing :data:`AS2D_SCALINGS`."""
+    if scaling not in AS2D_SCALINGS:
+        raise RopeConfigError(f'Unknown as2d_scaling {scaling!r}; set it to one of {AS2D_SCALINGS} '
+                              '(isotropic = the paper\'s Eq. 4 and the official code).')
+    return scaling
 
 
 def grid_positions(grid_size: Tuple[int, int], scale: Tuple[float, float] = (1., 1.),
@@ -85,12 +100,20 @@ def grid_positions(grid_size: Tuple[int, int], scale: Tuple[float, float] = (1.,
     return torch.stack(torch.meshgrid(rows, cols, indexing='ij'), dim=-1).reshape(-1, 2)
 
 
-def auto_scale(grid_size: Tuple[int, int], anchor: Tuple[int, int]) -> Tuple[float, float]:
-    """AS2DRoPE position scale (VisionLLaMA Eq. 4): ``(B_h / H, B_w / W)`` per axis.
+def auto_scale(grid_size: Tuple[int, int], anchor: Tuple[int, int], scaling: str) -> Tuple[float, float]:
+    """AS2DRoPE position scale ``(s_y, s_x)`` of an ``(H, W)`` grid for the anchor grid ``(B_h, B_w)``.
 
-    Position ``(i, j)`` becomes ``(i * B_h / H, j * B_w / W)``, so every grid spans the anchor's range
-    ``[0, B)``; at ``H x W = B_h x B_w`` the scale is 1 and AS2DRoPE is exactly 2D RoPE.
+    * ``'isotropic'`` (VisionLLaMA Eq. 4, ``R_{i B/H, j B/H}``, and the official code, ``s = 224 / H_px``):
+      one scale ``s = B_h / H`` from the height for both axes, so the aspect ratio of the grid is kept and
+      the rows span the anchor's range ``[0, B_h)``.
+    * ``'per_axis'``: ``(B_h / H, B_w / W)``, so both axes span the anchor's range (a non-square grid is
+      squeezed onto the anchor's shape).
+
+    For a square grid and anchor both give ``B / H``; at ``H x W = B_h x B_w`` the scale is 1 and
+    AS2DRoPE is exactly 2D RoPE.
     """
+    if check_as2d_scaling(scaling) == 'isotropic':
+        return anchor[0] / grid_size[0], anchor[0] / grid_size[0]
     return anchor[0] / grid_size[0], anchor[1] / grid_size[1]
 
 

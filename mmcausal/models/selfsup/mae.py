@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from mmcausal.registry import MODELS
-from ..backbones.base import check_image_batch
+from ..backbones.base import BackboneConfigError, check_image_batch
 from ..backbones.vision_llama import VisionLLaMA
 
 
@@ -50,16 +50,17 @@ class MAEVisionLLaMA(VisionLLaMA):
     def __init__(self, arch: Union[str, dict] = 'base', mask_ratio: float = 0.75, out_type: str = 'raw',
                  with_cls_token: bool = True, cls_through_encoder: bool = True, **kwargs) -> None:
         if not with_cls_token:
-            raise ValueError('MAEVisionLLaMA needs with_cls_token=True: the MAE decoder drops a leading cls token.')
+            raise BackboneConfigError('MAEVisionLLaMA needs with_cls_token=True: the MAE decoder drops a leading cls '
+                                      'token.')
         if not 0. <= mask_ratio < 1.:
-            raise ValueError(f'mask_ratio must be in [0, 1), got {mask_ratio}.')
+            raise BackboneConfigError(f'mask_ratio must be in [0, 1), got {mask_ratio}.')
         super().__init__(arch=arch, out_type=out_type, with_cls_token=True, **kwargs)
         if self.window_size:
-            raise ValueError('MAEVisionLLaMA keeps a random subset of tokens, which windows cannot partition; '
-                             'set window_size=0.')
+            raise BackboneConfigError('MAEVisionLLaMA keeps a random subset of tokens, which windows cannot partition; '
+                                      'set window_size=0.')
         if out_type != 'raw' or self.out_indices != [self.num_layers - 1]:
-            raise ValueError('MAEVisionLLaMA returns the raw tokens of the last block for the MAE decoder; '
-                             'keep out_type="raw" and out_indices=-1.')
+            raise BackboneConfigError('MAEVisionLLaMA returns the raw tokens of the last block for the MAE decoder; '
+                                      'keep out_type="raw" and out_indices=-1.')
         self.mask_ratio = mask_ratio
         self.cls_through_encoder = cls_through_encoder
 
