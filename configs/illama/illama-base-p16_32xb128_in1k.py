@@ -3,8 +3,9 @@
 # `optim_wrapper.accumulative_counts=4` and run on 8 GPUs).
 #
 # mask_mode='official': the paper's Eq. 2 soft mask (post-softmax, no renormalisation). The released
-# weights and the reported accuracies come from it, so the ImageNet recipes keep it; the dense-prediction
-# configs use 'causal' (see their files). Validation runs with alpha = 0 (SoftMaskHook).
+# weights and the reported accuracies come from it, so the ImageNet recipes keep it, as does the UperNet config
+# (the official segmentation code); the Mask R-CNN config uses 'causal' (see its file). Validation runs with
+# alpha = 0 (SoftMaskHook).
 _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
     'mmpretrain::_base_/schedules/imagenet_bs1024_adamw_swin.py',
@@ -49,7 +50,8 @@ param_scheduler = [
     dict(type='LinearLR', start_factor=1e-3, by_epoch=True, end=warmup_epochs, convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', eta_min=1e-6, by_epoch=True, begin=warmup_epochs, convert_to_iter_based=True),
 ]
-train_cfg = dict(by_epoch=True, max_epochs=300, val_interval=1)
+# Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
+train_cfg = dict(_delete_=True, type='ExactResumeEpochBasedTrainLoop', max_epochs=300, val_interval=1)
 auto_scale_lr = dict(base_batch_size=4096)
 
 # Soft mask: alpha from 1 (bidirectional) to 0 (causal) over the first 25 epochs, then 0.

@@ -45,7 +45,8 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=2, end=max_epochs,
          convert_to_iter_based=True),
 ]
-train_cfg = dict(by_epoch=True, max_epochs=max_epochs, val_interval=10)
+# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
+train_cfg = dict(_delete_=True, type='ExactResumeEpochBasedTrainLoop', max_epochs=max_epochs, val_interval=10)
 auto_scale_lr = dict(base_batch_size=32)
 custom_hooks = [dict(type='SoftMaskHook', schedule='constant', cutoff=5, by_epoch=True, start=1.0)]
 

@@ -16,7 +16,7 @@ model = dict(
         patch_size=8,
         out_indices=(0, 1, 2, 3),
         init_cfg=None),
-    neck=dict(in_channels=[width] * 4, out_channels=width),
+    neck=dict(embed_dim=width),  # Feature2Pyramid 4/2/1/0.5 as in the full config: strides 2/4/8/16 at patch 8
     decode_head=dict(in_channels=[width] * 4, channels=width, pool_scales=(1, 2, 4),
                      num_classes=len(classes)),
     auxiliary_head=dict(in_channels=width, channels=width // 2, num_classes=len(classes)),
@@ -55,7 +55,8 @@ param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
     dict(type='PolyLR', eta_min=0.0, power=1.0, begin=20, end=max_iters, by_epoch=False),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
+# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
+train_cfg = dict(type='ExactResumeIterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=20, log_metric_by_epoch=False),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))

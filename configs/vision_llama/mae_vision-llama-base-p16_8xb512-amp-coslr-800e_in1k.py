@@ -10,7 +10,7 @@
 # the FFN of ViT-B, ~256M encoder parameters) *with* biases, no LayerScale, drop path on the attention
 # branch only. Use layout='clean' for a ViT-parameter-matched encoder (then the weights are not
 # interchangeable with the released ones).
-# rope_mode='as2d' anchors at the img_size grid (14x14), so at 224 px it is exactly the official integer
+# rope_mode='as2d' with rope_anchor=14 (the 224 px grid), so at 224 px it is exactly the official integer
 # 2D RoPE; every kept patch keeps the position of its original grid cell.
 # Official-code difference (notes §4): the official encoder bypasses the cls token (the raw token is
 # concatenated after the last block, before the final norm); here it goes through the encoder, as in MAE
@@ -29,6 +29,9 @@ model = dict(
         mask_ratio=0.75,
         layout='official_mae',
         rope_mode='as2d',
+        rope_anchor=14,
+        as2d_scaling='per_axis',  # ours; paper Eq. 4 and official code: 'isotropic' (one scale from H). Same at
+        # square inputs; per_axis generalises better to non-square ones on the tiny twin (README)
         # the official MAE init: xavier-uniform Linear weights, zero biases (the MAE algorithm's own
         # init_cfg would otherwise be overridden by the backbone's default trunc-normal).
         init_cfg=[dict(type='Xavier', layer='Linear', distribution='uniform')]),
@@ -44,3 +47,6 @@ optim_wrapper = dict(paramwise_cfg=dict(norm_decay_mult=0.0))
 # Runner passes every key but `type` of `collate_fn` to the function (default_collate() got an unexpected
 # keyword argument '_scope_'); restate it without the stamp.
 train_dataloader = dict(collate_fn=dict(_delete_=True, type='default_collate'))
+
+# Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
+train_cfg = dict(type='ExactResumeEpochBasedTrainLoop')

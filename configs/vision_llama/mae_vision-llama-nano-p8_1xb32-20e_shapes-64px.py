@@ -17,7 +17,8 @@ model = dict(
         # from the layout's 8/3 * 4D = 768 to 256 to keep the CPU run short.
         arch=dict(_delete_=True, embed_dims=64, num_layers=4, num_heads=4, ffn_hidden_dims=256),
         img_size=img_size,
-        patch_size=patch_size),
+        patch_size=patch_size,
+        rope_anchor=img_size // patch_size),  # the twins pre-train here: anchor = this 8x8 grid
     neck=dict(
         num_patches=num_patches,
         patch_size=patch_size,
@@ -61,7 +62,8 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs, eta_min=1e-5, by_epoch=True,
          begin=warmup_epochs, end=max_epochs, convert_to_iter_based=True),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
+# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
+train_cfg = dict(type='ExactResumeEpochBasedTrainLoop', max_epochs=max_epochs)
 auto_scale_lr = dict(base_batch_size=32)
 
 default_hooks = dict(

@@ -35,7 +35,8 @@ model = dict(
         patch_size=16,
         layout='official_mae',
         with_cls_token=False,
-        rope_mode='2d',  # paper's AS2DRoPE: rope_mode='as2d', rope_anchor=14
+        rope_mode='2d',  # paper's AS2DRoPE: rope_mode='as2d' (it then uses rope_anchor)
+        rope_anchor=14,  # the 224 px / patch 16 pre-training grid (not the 32x32 input grid)
         out_indices=[3, 5, 7, 11],
         out_type='featmap',
         final_norm=False,
@@ -58,3 +59,6 @@ param_scheduler = [
 # 8 GPUs x 2 images = global batch 16 (paper D.6).
 train_dataloader = dict(batch_size=2)
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+
+# Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
+train_cfg = dict(type='ExactResumeIterBasedTrainLoop')

@@ -17,6 +17,7 @@ model = dict(
         arch=dict(_delete_=True, embed_dims=width, num_layers=4, num_heads=4),  # head_dim 16
         img_size=crop_size,
         patch_size=8,
+        rope_anchor=8,  # used only with rope_mode='as2d': the 64 px / patch 8 grid the twins pre-train on
         out_indices=[0, 1, 2, 3],
         drop_path_rate=0.0,
         init_cfg=None),
@@ -62,7 +63,8 @@ param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=warmup_iters),
     dict(type='PolyLR', eta_min=0.0, power=1.0, begin=warmup_iters, end=max_iters, by_epoch=False),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
+# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
+train_cfg = dict(type='ExactResumeIterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=20, log_metric_by_epoch=False),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))

@@ -22,6 +22,9 @@ model = dict(
         patch_size=16,
         layout='official_mae',  # weight layout of the released MAE weights; must match pre-training
         rope_mode='as2d',  # = integer 2D RoPE at 224 px, as in pre-training
+        rope_anchor=14,  # AS2DRoPE anchor: the 224 px / patch 16 pre-training grid
+        as2d_scaling='per_axis',  # ours; paper Eq. 4 and official code: 'isotropic' (one scale from H). Same at
+        # square inputs; per_axis generalises better to non-square ones on the tiny twin (README)
         with_cls_token=False,
         out_type='avg_featmap',
         final_norm=False,
@@ -35,3 +38,6 @@ model = dict(
 
 # The inherited auto_scale_lr (base 1024, from the AdamW schedule) does not match lr 6.4 at batch 16384.
 auto_scale_lr = dict(base_batch_size=16384)
+
+# Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
+train_cfg = dict(_delete_=True, type='ExactResumeEpochBasedTrainLoop', max_epochs=90, val_interval=1)

@@ -21,6 +21,7 @@ model = dict(
         arch=dict(_delete_=True, embed_dims=64, num_layers=4, num_heads=4, ffn_hidden_dims=256),
         img_size=64,
         patch_size=8,
+        rope_anchor=8,  # AS2DRoPE anchor: the 64 px / patch 8 grid the twins pre-train on
         drop_path_rate=0.1,
         init_cfg=None),  # the backbone's default init (trunc-normal Linear); see above for the MAE init
     head=dict(num_classes=len(shape_classes), in_channels=64,
@@ -60,7 +61,9 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs, eta_min=1e-5, by_epoch=True,
          begin=warmup_epochs, end=max_epochs, convert_to_iter_based=True),
 ]
-train_cfg = dict(by_epoch=True, max_epochs=max_epochs, val_interval=max_epochs)
+# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
+train_cfg = dict(_delete_=True, type='ExactResumeEpochBasedTrainLoop', max_epochs=max_epochs,
+                 val_interval=max_epochs)
 auto_scale_lr = dict(base_batch_size=32)
 
 default_hooks = dict(

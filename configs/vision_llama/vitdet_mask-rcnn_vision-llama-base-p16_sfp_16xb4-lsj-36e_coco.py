@@ -13,7 +13,9 @@
 # `tools/model_converters/visionllama2mmcausal.py` or use our MAE pre-training (see the UperNet config).
 #
 # Heads as in ViTDet: RPN with 2 convs, `Shared4Conv1FCBBoxHead`, and a mask head, with LayerNorm2d in the conv
-# heads. mmpretrain registers LayerNorm2d as 'LN2d'; the mmdet scope does not have it, so it is named with its scope
+# heads, eps 1e-6 as ViTDet's and the official code's `LN2d` (torch's default 1e-5 is not theirs); the neck's LN2d
+# uses 1e-6 and its convs ViTDet's init (kaiming normal, fan_out) by default (`SimpleFeaturePyramid`).
+# mmpretrain registers LayerNorm2d as 'LN2d'; the mmdet scope does not have it, so it is named with its scope
 # (`mmpretrain.LN2d`, resolved by mmengine's cross-scope lookup; tested under mmdet's own tools/train.py).
 #
 # Optimizer (paper D.9): AdamW lr 1e-4, betas (0.9, 0.999), wd 0.1, layer-wise lr decay 0.7 through mmcausal's
@@ -37,7 +39,7 @@ _base_ = [
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
 image_size = (1024, 1024)
-head_norm_cfg = dict(type='mmpretrain.LN2d', requires_grad=True)
+head_norm_cfg = dict(type='mmpretrain.LN2d', eps=1e-6, requires_grad=True)
 pretrained = 'work_dirs/vision-llama-base_mae-800e_converted.pth'  # converted MAE checkpoint (see above)
 model = dict(
     data_preprocessor=dict(
@@ -51,6 +53,7 @@ model = dict(
         layout='official_mae',
         with_cls_token=False,
         rope_mode='2d',
+        rope_anchor=14,  # used only with rope_mode='as2d': the 224 px / patch 16 pre-training grid
         window_size=14,
         global_blocks=[2, 5, 8, 11],
         mask_window_padding=True,
@@ -74,7 +77,8 @@ model = dict(
 # 36 epochs in iterations (see the arithmetic above).
 max_iters = 66536
 interval = 5000
-train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters, val_interval=interval)
+# Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
+train_cfg = dict(_delete_=True, type='ExactResumeIterBasedTrainLoop', max_iters=max_iters, val_interval=interval)
 train_dataloader = dict(
     batch_size=4,  # x 16 GPUs = 64
     sampler=dict(type='InfiniteSampler', shuffle=True),

@@ -19,6 +19,7 @@ model = dict(
     backbone=dict(
         arch=dict(_delete_=True, embed_dims=width, num_layers=4, num_heads=4),  # head_dim 16
         img_size=128,
+        rope_anchor=8,  # used only with rope_mode='as2d': the 8x8 token grid the twins pre-train on
         window_size=3,
         global_blocks=[1, 3],
         out_indices=[3],
@@ -72,7 +73,8 @@ test_evaluator = val_evaluator
 # 12 epochs of 64 images at 4 per step = 12 * 16 = 192 iterations; lr x 0.1 after epoch 10 (iteration 160).
 iters_per_epoch = 16
 max_iters = 12 * iters_per_epoch
-train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
+# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
+train_cfg = dict(type='ExactResumeIterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(lr=4e-3, weight_decay=0.05),
