@@ -84,8 +84,8 @@ def test_init_dist_uses_gloo_on_cpu():
 # Shims are guarded: they skip what the installed mmengine lacks or already fixes
 # --------------------------------------------------------------------------------------------------
 def test_import_survives_an_mmengine_without_strategies():
-    """``mmengine._strategy`` (patched for init_dist) does not exist before mmengine 0.8."""
-    script = ("import sys; sys.modules['mmengine._strategy'] = None\n"
+    """``mmengine._strategy.distributed`` (patched for init_dist) does not exist before mmengine 0.8."""
+    script = ("import sys, mmengine.runner; sys.modules['mmengine._strategy.distributed'] = None\n"
               'import mmcausal\n'
               'from mmengine.dist import init_dist; from mmengine.runner import runner\n'
               "print(getattr(init_dist, '__mmcausal_shim__', False), runner.init_dist is init_dist)")
