@@ -1,10 +1,12 @@
 """The full-size configs carry the paper recipes and build models that run (on small random inputs)."""
+import re
 from pathlib import Path
 
 import pytest
 import torch
 from mmengine.config import Config
-from mmengine.registry import init_default_scope
+from mmengine.optim import build_optim_wrapper
+from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
 
 from mmcausal.registry import MODELS
 
@@ -39,22 +41,97 @@ def test_imagenet_recipes_follow_the_paper(arch):
     assert (hook.type, hook.schedule, hook.cutoff, hook.start) == ('SoftMaskHook', schedule, cutoff, 1.0)
 
 
-@pytest.mark.parametrize('arch,width', [('tiny', 192), ('base', 768)])
-def test_upernet_recipes_follow_the_paper(arch, width):
-    cfg = _config(f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512.py')
-    assert cfg.model.backbone.arch == arch and cfg.model.backbone.mask_mode == 'causal'
-    assert cfg.model.neck.in_channels == [width] * 4 and cfg.model.decode_head.num_classes == 150
-    optimizer = cfg.optim_wrapper.optimizer
-    assert (optimizer.type, optimizer.lr, optimizer.weight_decay) == ('AdamW', 6e-5, 0.01)
-    assert cfg.train_cfg.max_iters == 160000 and cfg.crop_size == (512, 512)
+# ---------------------------------------------------------------------------------------------- UperNet
+# Official segmentation code (iLLaMA repository history d27201c, `segmentation/configs/doit/upernet/
+# upernet_doit_{tiny,base}_12_512_slide_160k_ade20k_ms.py`, `segmentation/backbone/doit.py`).
+@pytest.mark.parametrize('arch,width,drop_path', [('tiny', 192, 0.0), ('base', 768, 0.1)])
+def test_upernet_model_is_the_official_one(arch, width, drop_path):
+    model = _config(f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512.py').model
+    backbone = model.backbone
+    assert (backbone.type, backbone.arch, backbone.img_size) == ('ILLaMA', arch, 512)
+    assert backbone.mask_mode == 'official'  # post-softmax tril mask, as in classification
+    assert tuple(backbone.out_indices) == (3, 5, 7, 11) and not backbone.final_norm
+    assert backbone.drop_path_rate == drop_path
+    assert (model.neck.type, list(model.neck.rescales), model.neck.embed_dim) == ('Feature2Pyramid', [4, 2, 1, 0.5],
+                                                                                  width)
+    head, aux = model.decode_head, model.auxiliary_head
+    assert (head.type, list(head.in_channels), head.channels, tuple(head.pool_scales)) == \
+        ('UPerHead', [width] * 4, width, (1, 2, 3, 6))
+    assert (aux.type, aux.in_channels, aux.in_index, aux.channels, aux.loss_decode.loss_weight) == \
+        ('FCNHead', width, 2, 256, 0.4)
+    assert head.num_classes == aux.num_classes == 150
+    assert (model.test_cfg.mode, tuple(model.test_cfg.crop_size), tuple(model.test_cfg.stride)) == \
+        ('slide', (512, 512), (341, 341))
+
+
+def _build_on_meta(cfg: Config, scope: str):
+    """Build ``cfg.model`` (no pretrained init) on the meta device: full-size models without memory or init."""
+    cfg.model.backbone.init_cfg = None
+    init_default_scope(scope)
+    with torch.device('meta'):
+        return MODELS.build(cfg.model)
+
+
+@pytest.mark.parametrize('arch,millions', [('tiny', 10.86), ('base', 163.22)])
+def test_upernet_parameter_count_is_table_10(arch, millions):
+    """Paper Table 10 counts the whole segmentor (backbone, fpn1..fpn4, UPerHead and the FCN auxiliary head)."""
+    model = _build_on_meta(_config(f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512.py'), 'mmseg')
+    assert round(sum(p.numel() for p in model.parameters()) / 1e6, 2) == millions
+
+
+def test_upernet_schedule_is_the_official_poly_with_warmup():
+    """mmcv-1.x ``poly`` (power 1, min 0) over all 160k iterations with a 1500-iteration linear warm-up from 1e-6:
+    lr(i) = lr * (1 - i / 160000) * (1 - (1 - i / 1500) * (1 - 1e-6)) during the warm-up."""
+    cfg = _config('upernet_illama-base-p16_8xb2-160k_ade20k-512x512.py')
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-5)
+    schedulers = [PARAM_SCHEDULERS.build(dict(s), default_args=dict(optimizer=optimizer))
+                  for s in cfg.param_scheduler]
+
+    def official(i: int) -> float:
+        warmup = 1 - (1 - i / 1500) * (1 - 1e-6) if i < 1500 else 1.
+        return 3e-5 * (1 - i / 160000) * warmup
+
+    for i in range(3001):
+        if i in (0, 1, 750, 1499, 1500, 1501, 3000):
+            assert optimizer.param_groups[0]['lr'] == pytest.approx(official(i), rel=1e-6, abs=1e-16), i
+        for scheduler in schedulers:
+            scheduler.step()
+
+
+@pytest.mark.parametrize('arch', ['tiny', 'base'])
+def test_upernet_multi_scale_flip_test(arch):
+    """Table 10 is multi-scale + flip: the official MultiScaleFlipAug ratios 0.5..1.75 of (2048, 512) with
+    SETR_Resize's short side >= 512 (so 0.5 and 0.75 run at 512), each scale with and without flip."""
+    name = f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512'
+    cfg, test_cfg = _config(f'{name}.py'), _config(f'{name}_ms-test.py')
+    assert test_cfg.model.type == cfg.tta_model.type == 'SegTTAModel'
+    assert test_cfg.model.module.to_dict() == cfg.model.to_dict()  # the trained segmentor, unchanged
+    load, tta = test_cfg.test_dataloader.dataset.pipeline
+    assert load.type == 'LoadImageFromFile' and tta.type == 'TestTimeAug'
+    resizes, flips, *_ = tta.transforms
+    assert [tuple(r.scale) for r in resizes] == [(2048, 512)] * 3 + [(2560, 640), (3072, 768), (3584, 896)]
+    assert all(r.keep_ratio for r in resizes)
+    assert [(f.type, f.prob) for f in flips] == [('RandomFlip', 0.), ('RandomFlip', 1.)]
+    init_default_scope('mmseg')
+    with torch.device('meta'):
+        test_cfg.model.module.backbone.init_cfg = None
+        model = MODELS.build(test_cfg.model)
+    assert type(model).__name__ == 'SegTTAModel' and type(model.module).__name__ == 'EncoderDecoder'
 
 
 def test_mask_rcnn_recipe():
+    """Ours (the paper has no detection result): ViTDet-B's recipe on iLLaMA-B."""
     cfg = _config('mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py')
-    assert cfg.model.backbone.type == 'ILLaMA' and cfg.model.neck.type == 'SimpleFeaturePyramid'
+    model = cfg.model
+    assert model.backbone.type == 'ILLaMA' and model.backbone.drop_path_rate == 0.1
+    assert (model.neck.type, tuple(model.neck.scales), model.neck.num_outs) == ('SimpleFeaturePyramid',
+                                                                                (4, 2, 1, 0.5), 5)
     assert cfg.image_size == (1024, 1024)
-    optimizer = cfg.optim_wrapper.optimizer
-    assert (optimizer.type, optimizer.lr, optimizer.weight_decay) == ('AdamW', 1e-4, 0.1)
+    assert [dict(a) for a in model.data_preprocessor.batch_augments] == [
+        dict(type='BatchFixedSizePad', size=(1024, 1024), pad_mask=True)]
+    assert model.rpn_head.num_convs == 2 and model.roi_head.bbox_head.type == 'Shared4Conv1FCBBoxHead'
+    for norm_cfg in (model.roi_head.bbox_head.norm_cfg, model.roi_head.mask_head.norm_cfg):
+        assert (norm_cfg.type, norm_cfg.eps) == ('mmpretrain.LN2d', 1e-6)
 
 
 def _build(cfg: Config, scope: str):
@@ -84,3 +161,127 @@ def test_full_size_detector_runs():
         features = model.extract_feat(torch.randn(1, 3, 256, 192))
     assert [f.shape[-2:] for f in features] == [(64, 48), (32, 24), (16, 12), (8, 6), (4, 3)]
     assert all(f.shape[1] == 256 for f in features)
+
+
+# ------------------------------------------------------------------------------- one recipe test per full config
+# Every full (non-twin) config, built with its real optimizer-wrapper config, against the paper / official values:
+# (scope, optimizer type, lr, weight decay, betas or momentum, layer decay, blocks, global batch, schedule as
+# (type, begin, end) with `end` defaulting to the run length, run length, AMP). The multi-scale test configs
+# (`*_ms-test.py`) are test-only and checked by test_upernet_multi_scale_flip_test.
+ADAMW, ADAMW_MAE = (0.9, 0.999), (0.9, 0.95)
+
+
+def _imagenet(warmup):  # iLLaMA Table 13: AdamW 4e-3 @ 4096, wd 0.05, cosine, 300 epochs, fp32 (official)
+    return ('mmpretrain', 'AdamW', 4e-3, 0.05, ADAMW, None, 12, 4096,
+            [('LinearLR', 0, warmup), ('CosineAnnealingLR', warmup, 300)], ('epochs', 300), False)
+
+
+def _mae(epochs, arch):  # VisionLLaMA D.3 / MAE: 1.5e-4 per 256 x 4096, (0.9, 0.95), wd 0.05, 40 warm-up epochs
+    return ('mmpretrain', 'AdamW', 1.5e-4 * 4096 / 256, 0.05, ADAMW_MAE, None, dict(base=12, large=24)[arch], 4096,
+            [('LinearLR', 0, 40), ('CosineAnnealingLR', 40, epochs)], ('epochs', epochs), True)
+
+
+def _linear(arch):  # VisionLLaMA Table 14 / MAE: LARS 0.1 per 256 x 16384, wd 0, momentum 0.9, 10 + 80 epochs
+    return ('mmpretrain', 'LARS', 0.1 * 16384 / 256, 0.0, 0.9, None, dict(base=12, large=24)[arch], 16384,
+            [('LinearLR', 0, 10), ('CosineAnnealingLR', 10, 90)], ('epochs', 90), True)
+
+
+def _upernet_illama():  # official iLLaMA UperNet: AdamW 3e-5, wd 0.05, layer decay 0.9, poly from 0, fp32
+    return ('mmseg', 'AdamW', 3e-5, 0.05, ADAMW, 0.9, 12, 16, [('LinearLR', 0, 1501), ('PolyLR', 0, 160000)],
+            ('iters', 160000), False)
+
+
+RECIPES = {
+    'illama/illama-tiny-p16_32xb128_in1k.py': _imagenet(5),
+    'illama/illama-small-p16_32xb128_in1k.py': _imagenet(5),
+    'illama/illama-base-p16_32xb128_in1k.py': _imagenet(50),
+    'illama/upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512.py': _upernet_illama(),
+    'illama/upernet_illama-base-p16_8xb2-160k_ade20k-512x512.py': _upernet_illama(),
+    # ours (no paper result): ViTDet-B's recipe, mmdet's LSJ 100 epochs = 25 x a 4x repeated dataset
+    'illama/mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py':
+        ('mmdet', 'AdamW', 1e-4, 0.1, ADAMW, 0.7, 12, 64, [('LinearLR', 0, 250), ('MultiStepLR', 0, 25)],
+         ('epochs', 25), True),
+    'vision_llama/mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k.py': _mae(800, 'base'),
+    'vision_llama/mae_vision-llama-base-p16_8xb512-amp-coslr-1600e_in1k.py': _mae(1600, 'base'),
+    'vision_llama/mae_vision-llama-large-p16_8xb512-amp-coslr-800e_in1k.py': _mae(800, 'large'),
+    'vision_llama/mae_vision-llama-large-p16_8xb512-amp-coslr-1600e_in1k.py': _mae(1600, 'large'),
+    # Table 15 (MAE's per-256 base lr 1e-3): Large 4e-3 = official; Base 2e-3 = the official Base config
+    'vision_llama/vision-llama-base-p16_8xb128-coslr-100e_in1k.py':
+        ('mmpretrain', 'AdamW', 2e-3, 0.05, ADAMW, 0.45, 12, 1024,
+         [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 100)], ('epochs', 100), None),
+    'vision_llama/vision-llama-large-p16_8xb128-coslr-50e_in1k.py':
+        ('mmpretrain', 'AdamW', 1e-3 * 1024 / 256, 0.05, ADAMW, 0.45, 24, 1024,
+         [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 50)], ('epochs', 50), None),
+    'vision_llama/vision-llama-base-p16_8xb2048-linear-coslr-90e_in1k.py': _linear('base'),
+    'vision_llama/vision-llama-large-p16_8xb2048-linear-coslr-90e_in1k.py': _linear('large'),
+    'vision_llama/upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py':
+        ('mmseg', 'AdamW', 6e-5, 0.05, ADAMW, 0.65, 12, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
+         ('iters', 160000), True),
+    'vision_llama/vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py':
+        ('mmdet', 'AdamW', 1e-4, 0.1, ADAMW, 0.7, 12, 64, [('LinearLR', 0, 1000), ('MultiStepLR', 0, 66536)],
+         ('iters', 66536), True),
+}
+
+
+def test_every_full_config_has_a_recipe_test():
+    found = {str(p.relative_to(ROOT / 'configs')) for p in (ROOT / 'configs').glob('*/*.py')
+             if '-nano-' not in p.name and not p.name.endswith('_ms-test.py')}
+    assert found == set(RECIPES)
+
+
+def _expected_layer_scale(name: str, rate: float, num_layers: int) -> float:
+    """BEiT / ViTDet layer ids from the parameter name: stem 0, block i -> i + 1, the rest L + 1."""
+    parts = name.split('.')
+    if parts[1] in ('patch_embed', 'cls_token', 'pos_embed'):
+        layer_id = 0
+    elif parts[1] == 'layers':
+        layer_id = int(parts[2]) + 1
+    else:
+        layer_id = num_layers + 1
+    return rate**(num_layers + 1 - layer_id)
+
+
+@pytest.mark.parametrize('name', sorted(RECIPES))
+def test_full_config_recipe(name):
+    scope, opt_type, lr, wd, betas, layer_decay, num_layers, batch, schedule, length, amp = RECIPES[name]
+    cfg = Config.fromfile(str(ROOT / 'configs' / name))
+    gpus, per_gpu = map(int, re.search(r'_(\d+)xb(\d+)', name).groups())
+    assert cfg.train_dataloader.batch_size == per_gpu and gpus * per_gpu == batch
+    unit, steps = length
+    assert cfg.train_cfg[f'max_{unit}'] == steps
+    assert [(s.type, s.get('begin', 0), s.get('end', steps)) for s in cfg.param_scheduler] == schedule
+    assert cfg.optim_wrapper.get('clip_grad') is None  # no paper / official recipe clips gradients
+    wrapper_cfg = cfg.optim_wrapper.to_dict()
+    if amp is not None:
+        assert (wrapper_cfg.get('type', 'OptimWrapper') == 'AmpOptimWrapper') == amp
+    # The real constructor and optimizer from the config; only the wrapper class is swapped, because mmengine's
+    # AmpOptimWrapper asserts a GPU when it is constructed (its param groups are the OptimWrapper's).
+    wrapper_cfg['type'] = 'OptimWrapper'
+    wrapper_cfg.pop('loss_scale', None)
+    model = _build_on_meta(cfg, scope)
+    optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
+    assert type(optimizer).__name__ == opt_type
+    assert optimizer.defaults['lr'] == pytest.approx(lr) and optimizer.defaults['weight_decay'] == wd
+    if opt_type == 'AdamW':
+        assert tuple(optimizer.defaults['betas']) == betas
+    else:
+        assert optimizer.defaults['momentum'] == betas
+
+    names = {id(p): n for n, p in model.named_parameters()}
+    groups = [(names[id(p)], g) for g in optimizer.param_groups for p in g['params']]
+    in_groups = [n for n, _ in groups]
+    assert len(in_groups) == len(set(in_groups))  # no parameter twice
+    assert {n for n, p in model.named_parameters() if p.requires_grad} <= set(in_groups)
+    for param_name, group in groups:
+        scale = 1.0
+        if layer_decay is not None and param_name.startswith('backbone.'):
+            scale = _expected_layer_scale(param_name, layer_decay, num_layers)
+        assert group['lr'] == pytest.approx(lr * scale), param_name
+        param = model.get_parameter(param_name)
+        if param.ndim == 1:  # norms and biases are never decayed
+            assert group['weight_decay'] == 0.0, param_name
+        elif param_name.endswith(('qkv.weight', 'w12.weight')):
+            assert group['weight_decay'] == wd, param_name
+    if layer_decay is not None:  # the deepest ids really are scaled
+        assert any(g['lr'] == pytest.approx(lr * layer_decay**(num_layers + 1)) for n, g in groups
+                   if n.startswith('backbone.patch_embed'))

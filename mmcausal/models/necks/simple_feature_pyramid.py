@@ -9,13 +9,18 @@ from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 
+LN2D_EPS = 1e-6  # ViTDet's LayerNorm2d (detectron2 `LayerNorm`, mmdet ViTDet `LN2d`); torch's default is 1e-5
+# ViTDet's conv init in the neck (mmcv `ConvModule`: Caffe2 "MSRAFill"): kaiming normal, fan_out, ReLU gain, bias 0.
+# Only `Conv2d` is matched: the transposed convs keep PyTorch's default init, as in ViTDet.
+CONV_INIT = dict(type='Kaiming', layer='Conv2d', mode='fan_out', nonlinearity='relu', distribution='normal', bias=0.)
+
 
 def _rescale_branch(in_channels: int, scale: float) -> Tuple[nn.Module, int]:
     """Stride-16 map -> ``scale`` times its resolution; returns the branch and its output channels."""
     if scale == 4:
         mid, out = in_channels // 2, in_channels // 4
         return nn.Sequential(
-            nn.ConvTranspose2d(in_channels, mid, 2, stride=2), LayerNorm2d(mid), nn.GELU(),
+            nn.ConvTranspose2d(in_channels, mid, 2, stride=2), LayerNorm2d(mid, eps=LN2D_EPS), nn.GELU(),
             nn.ConvTranspose2d(mid, out, 2, stride=2)), out
     if scale == 2:
         return nn.ConvTranspose2d(in_channels, in_channels // 2, 2, stride=2), in_channels // 2
@@ -29,8 +34,8 @@ def _rescale_branch(in_channels: int, scale: float) -> Tuple[nn.Module, int]:
 def _output_conv(in_channels: int, out_channels: int) -> nn.Module:
     """1x1 conv + LN2d, then 3x3 conv + LN2d (no biases), as in ViTDet."""
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, 1, bias=False), LayerNorm2d(out_channels),
-        nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False), LayerNorm2d(out_channels))
+        nn.Conv2d(in_channels, out_channels, 1, bias=False), LayerNorm2d(out_channels, eps=LN2D_EPS),
+        nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False), LayerNorm2d(out_channels, eps=LN2D_EPS))
 
 
 @MODELS.register_module()
@@ -43,6 +48,7 @@ class SimpleFeaturePyramid(BaseModule):
         out_channels: channels of every output level.
         scales: resolution factors relative to the input map.
         num_outs: total number of outputs (>= ``len(scales)``).
+        init_cfg: defaults to ViTDet's conv init (:data:`CONV_INIT`); LayerNorm2d eps is ViTDet's 1e-6.
 
     Input: a tuple whose last element is ``(B, in_channels, H/16, W/16)``; output: tuple of
     ``(B, out_channels, H/s, W/s)`` maps, finest first.
@@ -50,7 +56,7 @@ class SimpleFeaturePyramid(BaseModule):
 
     def __init__(self, in_channels: int, out_channels: int, scales: Sequence[float] = (4, 2, 1, 0.5),
                  num_outs: int = 5, init_cfg: Optional[dict] = None) -> None:
-        super().__init__(init_cfg=init_cfg)
+        super().__init__(init_cfg=CONV_INIT if init_cfg is None else init_cfg)
         if num_outs < len(scales):
             raise ValueError(f'num_outs ({num_outs}) must be >= the number of scales ({len(scales)}).')
         self.num_outs = num_outs
