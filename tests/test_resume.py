@@ -5,6 +5,7 @@ schedule), with the twin configs as shipped: their random augmentation pipelines
 per-sample seeding that makes it possible."""
 import gc
 import random
+import shutil
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -140,8 +141,19 @@ def _interrupt(cfg, mid_checkpoint: int, crash_at: int) -> Path:
     return Path(cfg.work_dir)
 
 
+@pytest.fixture(autouse=True)
+def fresh_home(tmp_path, monkeypatch) -> None:
+    """Every run sees an empty HOME: resuming must not depend on any state outside the checkpoint."""
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+
+
 def _resume(cfg, checkpoint: Path, *hooks: Hook) -> Runner:
-    cfg.resume, cfg.load_from = True, str(checkpoint)
+    """Resume from a copy of ``checkpoint`` in a new work dir, as a job requeued in a fresh container does."""
+    work_dir = Path(cfg.work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    copied = work_dir / checkpoint.name
+    shutil.copy(checkpoint, copied)
+    cfg.resume, cfg.load_from = True, str(copied)
     return _run(cfg, *hooks)
 
 
