@@ -69,6 +69,15 @@ def tools():
     return dict(train=_tool('train'), test=_tool('test'))
 
 
+@pytest.fixture(autouse=True)
+def fresh_loggers():
+    """A Runner names its logger after the config and the second it started, so two in-process runs of one
+    config within a second share it, and its stream handler bound to the previous test's (closed) captured
+    stdout: forget the loggers of earlier tests."""
+    from mmengine.logging import MMLogger
+    MMLogger._instance_dict.clear()
+
+
 def _small_data(root: Path, kind: str) -> Path:
     """A few images of the shapes data in the ``kind`` layout (``imagenet`` / ``ade20k`` / ``coco``)."""
     from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
