@@ -321,12 +321,18 @@ def test_mae_official_cls_bypass():
     torch.testing.assert_close(shifted[:, 1:], latent[:, 1:], rtol=0, atol=0)
 
 
-def test_pretrained_init_in_a_list_keeps_the_loaded_class_token(tmp_path):
+def _checkpoint_with_known_class_token(tmp_path):
+    """A backbone and its checkpoint, whose class token is 0.5 everywhere (random init never gives that)."""
     source = tiny()
     with torch.no_grad():
         source.cls_token.fill_(0.5)
     path = tmp_path / 'backbone.pth'
     torch.save({'state_dict': source.state_dict()}, path)
+    return source, path
+
+
+def test_pretrained_init_in_a_list_keeps_the_loaded_class_token(tmp_path):
+    source, path = _checkpoint_with_known_class_token(tmp_path)
     model = VisionLLaMA(TINY, img_size=64, patch_size=8, init_cfg=[
         dict(type='TruncNormal', layer='Linear', std=.02), dict(type='Pretrained', checkpoint=str(path))])
     model.init_weights()
@@ -413,11 +419,7 @@ def test_dense_as2d_anchored_at_its_input_grid_warns():
 
 
 def test_second_init_weights_keeps_the_pretrained_stem(tmp_path):
-    source = tiny()
-    with torch.no_grad():
-        source.cls_token.fill_(0.5)
-    path = tmp_path / 'backbone.pth'
-    torch.save({'state_dict': source.state_dict()}, path)
+    source, path = _checkpoint_with_known_class_token(tmp_path)
     model = VisionLLaMA(TINY, img_size=64, patch_size=8, init_cfg=dict(type='Pretrained', checkpoint=str(path)))
     model.init_weights()
     model.init_weights()  # e.g. a wrapper or a script that initialises again
