@@ -7,15 +7,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pytest  # noqa: E402
 
 
+def _make_shapes(root: Path, style: str) -> Path:
+    """Write the three shapes datasets (ImageNet/ADE20K/COCO layouts) of ``style`` with their default sizes."""
+    from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
+    make_imagenet_like(str(root / 'imagenet'), style=style)
+    make_ade20k_like(str(root / 'ade20k'), style=style)
+    make_coco_like(str(root / 'coco'), style=style)
+    return root
+
+
 @pytest.fixture(scope='session')
 def shapes_root(tmp_path_factory) -> Path:
-    """The three embedded datasets (ImageNet/ADE20K/COCO layouts), generated once per test session."""
-    from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
-    root = tmp_path_factory.mktemp('shapes')
-    make_imagenet_like(str(root / 'imagenet'))
-    make_ade20k_like(str(root / 'ade20k'))
-    make_coco_like(str(root / 'coco'))
-    return root
+    """The three embedded datasets (style v1), generated once per test session."""
+    return _make_shapes(tmp_path_factory.mktemp('shapes'), 'v1')
+
+
+@pytest.fixture(scope='session')
+def shapes_v2_root(tmp_path_factory) -> Path:
+    """The independent second style (v2) of the three datasets, generated once per test session."""
+    return _make_shapes(tmp_path_factory.mktemp('shapes_v2'), 'v2')
 
 
 @pytest.fixture(scope='module')

@@ -1,7 +1,11 @@
-"""Helpers for the end-to-end tests: load a repo config, point it at test data, run it."""
+"""Helpers for the end-to-end tests: load a repo config, point it at test data, run it (in process or through a
+command-line tool), read what it logged."""
+import os
+import subprocess
 from pathlib import Path
 from typing import Any, Dict, List
 
+import numpy as np
 from mmengine.config import Config, ConfigDict
 from mmengine.runner import Runner
 
@@ -45,3 +49,27 @@ def last_metrics(runner: Runner) -> Dict[str, float]:
     """The last validation metrics, keyed without the ``val/`` prefix."""
     return {k[len('val/'):]: float(v.current()) for k, v in runner.message_hub.log_scalars.items()
             if k.startswith('val/') and k not in ('val/time', 'val/data_time')}
+
+
+def loss_falls(losses: List[float], fraction: float = 0.8) -> bool:
+    """Whether the mean of the last fifth of ``losses`` is below ``fraction`` times that of the first fifth."""
+    k = max(len(losses) // 5, 1)
+    return bool(np.mean(losses[-k:]) < fraction * np.mean(losses[:k]))
+
+
+def data_options(shapes_root: Path, kind: str) -> List[str]:
+    """``--cfg-options`` that point a twin's dataloaders (and the COCO evaluators) at ``shapes_root/kind``."""
+    root = shapes_root / kind
+    options = [f'{split}_dataloader.dataset.data_root={root}' for split in ('train', 'val', 'test')]
+    if kind == 'coco':
+        options += [f'{split}_evaluator.ann_file={root}/annotations/instances_val2017.json'
+                    for split in ('val', 'test')]
+    return options
+
+
+def run_command(args: List[str], timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
+    """Run ``args`` in the repository root with ``env`` added; assert that it exits 0 (showing the output)."""
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, **env})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result

@@ -1,6 +1,5 @@
 """Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
 import importlib.util
-import os
 import shutil
 import socket
 import subprocess
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from e2e_utils import data_options, run_command
 from mmcausal.utils import load_checkpoint_file
 
 pytestmark = pytest.mark.e2e
@@ -21,36 +21,20 @@ SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
 
 
-def _data_options(shapes_root: Path, kind: str) -> list:
-    root = shapes_root / kind
-    options = [f'{split}_dataloader.dataset.data_root={root}' for split in ('train', 'val', 'test')]
-    if kind == 'coco':
-        options += [f'{split}_evaluator.ann_file={root}/annotations/instances_val2017.json'
-                    for split in ('val', 'test')]
-    return options
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
 
 
-def _run(args: list, timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, **env})
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result
-
-
 def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tmp_path):
     """Two gloo ranks train 2 epochs; a second job trains 1 epoch, its checkpoint is copied into a fresh
     work dir with a fresh HOME (a requeued job in a new container) and resumed to epoch 2."""
     def dist_train(work_dir, epochs, *extra, **env):
-        return _run([
+        return run_command([
             'bash', 'tools/dist_train.sh', CLS, '2', '--work-dir', str(work_dir), *extra, '--cfg-options',
             f'train_cfg.max_epochs={epochs}', 'train_cfg.val_interval=2', 'default_hooks.checkpoint.interval=1',
-            *_data_options(shapes_root, 'imagenet')
+            *data_options(shapes_root, 'imagenet')
         ], PYTHON=sys.executable, PORT=str(_free_port()), **env)
 
     result = dist_train(tmp_path / 'straight', 2)
@@ -85,9 +69,9 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
 def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):
     kind = {'mmpretrain': 'imagenet', 'mmseg': 'ade20k', 'mmdet': 'coco'}[library]
     tool = SITE / library / '.mim' / 'tools' / 'train.py'
-    data = [] if any('SHAPES' in option for option in options) else _data_options(shapes_root, kind)
+    data = [] if any('SHAPES' in option for option in options) else data_options(shapes_root, kind)
     options = [option.replace('SHAPES', str(shapes_root)) for option in options]
-    _run([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options, *data])
+    run_command([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options, *data])
 
 
 def test_backbone_memory_tool_measures_each_size_in_its_own_process():

@@ -1,22 +1,21 @@
 """VisionLLaMA dense-prediction recipes: UperNet on ADE20K (paper D.6) and ViTDet Mask R-CNN on COCO (paper D.9).
 
-The tiny CPU twins train on the embedded shapes data and learn. They also run through the upstream
-mmseg/mmdet ``tools/train.py``. The full-size configs build (on the meta device) with the specified layer-decay
-rates and window/global blocks, and run on small inputs.
+The tiny CPU twins run through the upstream mmseg/mmdet ``tools/train.py`` (that they learn, on an independent
+draw, is tested in ``test_twin_transfer.py``). The full-size configs build (on the meta device) with the specified
+layer-decay rates and window/global blocks, and run on small inputs.
 """
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
 
-from e2e_utils import history, last_metrics, load_config, train
+from e2e_utils import data_options, run_command
 from mmcausal.registry import MODELS
-from test_tools import SITE, _data_options, _run
+from test_tools import SITE
 
 pytestmark = pytest.mark.e2e
 
@@ -27,31 +26,12 @@ SEG_FULL = 'vision_llama/upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.
 DET_FULL = 'vision_llama/vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py'
 
 
-def _falls(losses, fraction=0.8):
-    k = max(len(losses) // 5, 1)
-    return np.mean(losses[-k:]) < fraction * np.mean(losses[:k])
-
-
-def test_segmentation_twin_learns(shapes_root, tmp_path):
-    runner = train(load_config(SEG, shapes_root, tmp_path))
-    assert _falls(history(runner, 'train/loss'))
-    miou = last_metrics(runner)['mIoU']
-    assert miou > 40.0, f'mIoU {miou:.1f}'
-
-
-def test_detection_twin_learns(shapes_root, tmp_path):
-    runner = train(load_config(DET, shapes_root, tmp_path))
-    assert _falls(history(runner, 'train/loss'))
-    metrics = last_metrics(runner)
-    assert metrics['coco/bbox_mAP'] > 0.15 and metrics['coco/segm_mAP'] > 0.15, metrics
-
-
 @pytest.mark.parametrize('library,config', [('mmseg', SEG), ('mmdet', DET)])
 def test_upstream_train_tools_run_the_twins(shapes_root, tmp_path, library, config):
     kind = {'mmseg': 'ade20k', 'mmdet': 'coco'}[library]
     tool = SITE / library / '.mim' / 'tools' / 'train.py'
-    _run([sys.executable, str(tool), f'configs/{config}', '--work-dir', str(tmp_path), '--cfg-options',
-          'train_cfg.max_iters=4', 'train_cfg.val_interval=4', *_data_options(shapes_root, kind)])
+    run_command([sys.executable, str(tool), f'configs/{config}', '--work-dir', str(tmp_path), '--cfg-options',
+          'train_cfg.max_iters=4', 'train_cfg.val_interval=4', *data_options(shapes_root, kind)])
     assert (tmp_path / 'iter_4.pth').exists()
 
 

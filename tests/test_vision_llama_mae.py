@@ -10,7 +10,7 @@ from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner.checkpoint import _load_checkpoint, _load_checkpoint_with_prefix
 
-from e2e_utils import history, last_metrics, load_config, train
+from e2e_utils import history, last_metrics, load_config, loss_falls, train
 from mmcausal.registry import MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,24 +194,19 @@ def mae_run(single_thread, shapes_root, tmp_path_factory):
     return runner, work / f'epoch_{NANO_MAE_EPOCHS}.pth'
 
 
-def _falls(losses, fraction=0.8):
-    k = max(len(losses) // 5, 1)
-    return np.mean(losses[-k:]) < fraction * np.mean(losses[:k])
-
-
 @pytest.mark.e2e
 def test_nano_mae_reconstruction_loss_falls(mae_run):
     runner, checkpoint = mae_run
     losses = history(runner, 'train/loss')
     assert len(losses) >= 20 and np.isfinite(losses).all()
-    assert _falls(losses), f'first {losses[:3]} ... last {losses[-3:]}'
+    assert loss_falls(losses), f'first {losses[:3]} ... last {losses[-3:]}'
     assert checkpoint.is_file()
 
 
 @pytest.mark.e2e
 def test_nano_finetuning_learns(single_thread, shapes_root, tmp_path):
     runner = train(load_config(NANO_CLS, shapes_root, tmp_path))
-    assert _falls(history(runner, 'train/loss'))
+    assert loss_falls(history(runner, 'train/loss'))
     top1 = last_metrics(runner)['accuracy/top1']
     assert top1 > 80.0, f'top-1 {top1:.1f} (chance 25)'
 
