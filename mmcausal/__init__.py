@@ -5,6 +5,8 @@ compatibility shims for the pinned OpenMMLab releases (:mod:`mmcausal.compat`) a
 component (see :mod:`mmcausal.registry`).
 """
 from . import compat  # noqa: F401  (must run before anything builds a Runner)
+
+# isort: split
 from . import datasets, engine, models  # noqa: F401
 
 __version__ = '0.1.0'

@@ -14,8 +14,16 @@ types keep working.
 Consequence: a name registered here must not also exist in mmdet, mmseg or mmpretrain (the child
 registry would win). ``tests/test_registry.py`` checks every mmcausal name from all three scopes.
 """
-from mmengine.registry import (DATA_SAMPLERS, DATASETS, HOOKS, LOOPS, METRICS, MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
-                               TRANSFORMS)
+from mmengine.registry import (
+    DATA_SAMPLERS,
+    DATASETS,
+    HOOKS,
+    LOOPS,
+    METRICS,
+    MODELS,
+    OPTIM_WRAPPER_CONSTRUCTORS,
+    TRANSFORMS,
+)
 
 __all__ = [
     'MODELS', 'HOOKS', 'DATASETS', 'DATA_SAMPLERS', 'LOOPS', 'METRICS', 'TRANSFORMS', 'OPTIM_WRAPPER_CONSTRUCTORS'

@@ -28,8 +28,14 @@ from torch import nn
 from torch.utils.data import Dataset
 
 import mmcausal  # noqa: F401  (applies the shims)
-from mmcausal.utils import (UNSAFE_LOAD_ENV, CheckpointFormatError, ForeignObject, UnsafeCheckpointError,
-                            extract_checkpoint_data, load_checkpoint_file)
+from mmcausal.utils import (
+    UNSAFE_LOAD_ENV,
+    CheckpointFormatError,
+    ForeignObject,
+    UnsafeCheckpointError,
+    extract_checkpoint_data,
+    load_checkpoint_file,
+)
 
 
 class Payload:

@@ -10,7 +10,7 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
-from mmcausal.converters import convert_illama, load_source_state_dict
+from mmcausal.converters import convert_illama
 from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.backbones.illama import decode_mask_mode
 from mmcausal.registry import MODELS

@@ -66,6 +66,7 @@ def test_test_tool_fails_when_nothing_is_detected(shapes_root, tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 1, result.stderr[-3000:]
     log = result.stdout + result.stderr
-    assert 'test: the model predicted no object in any of the 4 images (above model.test_cfg.rcnn.score_thr=1.01)' in log
+    assert ('test: the model predicted no object in any of the 4 images '
+            '(above model.test_cfg.rcnn.score_thr=1.01)') in log
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith('EmptyDetections:') and 'Traceback' not in result.stderr

@@ -16,9 +16,18 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from e2e_utils import load_config, train
-from mmcausal.utils.resolution_eval import (ResolutionEvalError, RopeScheme, classify_batch, format_table,
-                                            rescale_dataloader_cfg, rescale_pipeline, rope_backbone, rope_schemes,
-                                            rope_settings, size_label)
+from mmcausal.utils.resolution_eval import (
+    ResolutionEvalError,
+    RopeScheme,
+    classify_batch,
+    format_table,
+    rescale_dataloader_cfg,
+    rescale_pipeline,
+    rope_backbone,
+    rope_schemes,
+    rope_settings,
+    size_label,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / 'tools/analysis_tools/eval_resolutions.py'

@@ -2,9 +2,19 @@
 import pytest
 import torch
 
-from mmcausal.models.layers import (RotaryEmbedding1D, RotaryEmbedding2D, SelfAttention, TransformerBlock, apply_rotary,
-                                    explicit_attention, grid_positions, masked_attention, resize_pos_embed,
-                                    soft_causal_weights, swiglu_hidden_dims)
+from mmcausal.models.layers import (
+    RotaryEmbedding1D,
+    RotaryEmbedding2D,
+    SelfAttention,
+    TransformerBlock,
+    apply_rotary,
+    explicit_attention,
+    grid_positions,
+    masked_attention,
+    resize_pos_embed,
+    soft_causal_weights,
+    swiglu_hidden_dims,
+)
 
 torch.manual_seed(0)
 

@@ -7,7 +7,7 @@ import gc
 import random
 import shutil
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import numpy as np
 import pytest

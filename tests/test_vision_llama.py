@@ -7,8 +7,16 @@ import pytest
 import torch
 
 from mmcausal.models.backbones import VisionLLaMA
-from mmcausal.models.layers import (RotaryEmbedding2D, TransformerBlock, apply_rotary, auto_scale, grid_positions,
-                                    window_key_mask, window_partition, window_unpartition)
+from mmcausal.models.layers import (
+    RotaryEmbedding2D,
+    TransformerBlock,
+    apply_rotary,
+    auto_scale,
+    grid_positions,
+    window_key_mask,
+    window_partition,
+    window_unpartition,
+)
 from mmcausal.models.selfsup import MAEVisionLLaMA, random_masking
 from mmcausal.utils.errors import UserInputError
 

@@ -10,12 +10,12 @@ A mistake in the config, data or checkpoint ends with one line saying what to ch
 import argparse
 from typing import List, Optional
 
-import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.engine.hooks import EmptyDetectionsHook
-from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
-                                run)
 from mmengine.evaluator import DumpResults
 from mmengine.runner import Runner
+
+import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.engine.hooks import EmptyDetectionsHook
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

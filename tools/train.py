@@ -10,11 +10,11 @@ A mistake in the config, data or checkpoint ends with one line saying what to ch
 import argparse
 from typing import List, Optional
 
-import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
-                                run)
 from mmengine.config import Config
 from mmengine.device import get_device
+
+import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
 
 RESUME_LATEST = 'auto'
 

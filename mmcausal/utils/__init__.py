@@ -1,11 +1,20 @@
 """Small utilities shared by mmcausal and its tools."""
-from .checkpoint_loading import (UNSAFE_LOAD_ENV, CheckpointFormatError, ForeignObject, UnsafeCheckpointError,
-                                 allowed_global_names, allowed_globals, extract_checkpoint_data, load_checkpoint_file)
+from .checkpoint_loading import (
+    UNSAFE_LOAD_ENV,
+    CheckpointFormatError,
+    ForeignObject,
+    UnsafeCheckpointError,
+    allowed_global_names,
+    allowed_globals,
+    extract_checkpoint_data,
+    load_checkpoint_file,
+)
 from .dataset_check import DatasetNotFoundError, check_dataset_paths
 from .errors import UserInputError
+from .validation import InvalidChoiceError, check_choice
 
 __all__ = [
     'UNSAFE_LOAD_ENV', 'CheckpointFormatError', 'ForeignObject', 'UnsafeCheckpointError', 'allowed_global_names',
     'allowed_globals', 'extract_checkpoint_data', 'load_checkpoint_file', 'DatasetNotFoundError', 'check_dataset_paths',
-    'UserInputError'
+    'UserInputError', 'InvalidChoiceError', 'check_choice'
 ]

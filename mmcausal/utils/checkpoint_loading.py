@@ -6,8 +6,8 @@ torch's own set it may build exactly the classes in :func:`allowed_globals`: wha
 mmengine ``Runner`` for mmpretrain / mmseg / mmdet hold (``HistoryBuffer`` in the message hub, numpy arrays,
 scalars and dtypes in it) and ``argparse.Namespace`` (the ``args`` of official iLLaMA / deit files). The
 list was found by saving real checkpoints of the twin configs (``tests/test_checkpoint_loading.py`` checks
-that every global they pickle is on it) and is applied with ``torch.serialization.safe_globals``, i.e. only inside these loaders, never
-process-wide.
+that every global they pickle is on it) and is applied with ``torch.serialization.safe_globals``, i.e. only
+inside these loaders, never process-wide.
 
 Anything else is refused with :class:`UnsafeCheckpointError`, naming the classes. The one opt-in is the
 environment variable ``MMCAUSAL_UNSAFE_LOAD``: a list of files (paths or URLs, separated by ``os.pathsep``)

@@ -18,9 +18,13 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from mmcausal.engine.hooks import EmptyDetectionsHook
-
-from .dataset_check import (DatasetFormatError, check_built_datasets, check_dataset_files, check_dataset_paths,
-                            empty_dataset_error)
+from .dataset_check import (
+    DatasetFormatError,
+    check_built_datasets,
+    check_dataset_files,
+    check_dataset_paths,
+    empty_dataset_error,
+)
 from .errors import UserInputError
 
 DEBUG_ENV = 'MMCAUSAL_DEBUG'

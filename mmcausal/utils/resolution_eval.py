@@ -27,6 +27,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 
 import torch
 from mmengine.model import is_model_wrapper
+from mmengine.utils import to_2tuple
 from torch import Tensor, nn
 
 from mmcausal.models.layers import ROPE_MODES, check_rope_mode
@@ -222,10 +223,6 @@ def rope_backbone(model: nn.Module) -> nn.Module:
     return backbone
 
 
-def _pair(value: Union[int, Sequence[int]]) -> Tuple[int, int]:
-    return (int(value), int(value)) if isinstance(value, (int, float)) else (int(value[0]), int(value[1]))
-
-
 @contextmanager
 def rope_settings(backbone: nn.Module, rope_mode: str, anchor: Optional[Union[int, Sequence[int]]] = None,
                   as2d_scaling: Optional[str] = None) -> Iterator[nn.Module]:
@@ -240,7 +237,7 @@ def rope_settings(backbone: nn.Module, rope_mode: str, anchor: Optional[Union[in
     saved = backbone.rope_mode, backbone.rope_anchor, getattr(backbone, 'as2d_scaling', None)
     backbone.rope_mode = rope_mode
     if anchor is not None:
-        backbone.rope_anchor = _pair(anchor)
+        backbone.rope_anchor = to_2tuple(anchor)
     if as2d_scaling is not None:
         backbone.as2d_scaling = as2d_scaling
     try:

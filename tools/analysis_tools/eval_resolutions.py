@@ -22,14 +22,21 @@ import os
 import os.path as osp
 from typing import List, Optional, Tuple, Union
 
+from mmengine.runner import Runner
+
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
 from mmcausal.models.layers import ROPE_MODES
 from mmcausal.models.layers.rope import AS2D_SCALINGS
-from mmcausal.utils.cli import (add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config,
-                                run)
-from mmcausal.utils.resolution_eval import (ResolutionEvalError, evaluate_resolutions, format_table, hw,
-                                            rope_backbone, rope_schemes, size_label)
-from mmengine.runner import Runner
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
+from mmcausal.utils.resolution_eval import (
+    ResolutionEvalError,
+    evaluate_resolutions,
+    format_table,
+    hw,
+    rope_backbone,
+    rope_schemes,
+    size_label,
+)
 
 
 def _positive(text: str) -> int:

@@ -7,7 +7,8 @@ Usage, from the repository root::
 
 writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of
 :mod:`mmcausal.datasets.shapes`. ``--style v2`` draws the independent second style (gradient
-backgrounds, any colours, outlines, 1-3 separated shapes; see the module docstring). Datasets already generated with the same parameters are left as they are.
+backgrounds, any colours, outlines, 1-3 separated shapes; see the module docstring). Datasets already generated
+with the same parameters are left as they are.
 
 The generator module is loaded from its file with :mod:`importlib` instead of ``import mmcausal...``:
 importing the package runs ``mmcausal/__init__.py``, which imports torch and the OpenMMLab libraries.

@@ -12,8 +12,7 @@ The source is read without running any of its code (``mmcausal.utils.extract_che
 mmengine training checkpoints also hold the message hub and optimizer state, of which only the weights
 are taken.
 """
-from mmcausal.converters import (convert_visionllama_mae, converter_main, describe_visionllama_mae,
-                                 format_architecture)
+from mmcausal.converters import convert_visionllama_mae, converter_main, describe_visionllama_mae, format_architecture
 
 
 def describe(state_dict: dict) -> tuple:

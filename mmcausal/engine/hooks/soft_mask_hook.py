@@ -6,6 +6,7 @@ from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 
 from mmcausal.registry import HOOKS
+from mmcausal.utils.validation import check_choice
 
 SCHEDULES = ('linear', 'constant')
 
@@ -40,8 +41,7 @@ class SoftMaskHook(Hook):
     priority = 'NORMAL'
 
     def __init__(self, schedule: str = 'linear', cutoff: int = 50, by_epoch: bool = True, start: float = 1.) -> None:
-        if schedule not in SCHEDULES:
-            raise ValueError(f'Unknown soft-mask schedule {schedule!r}; choose one of {SCHEDULES}.')
+        check_choice('soft-mask schedule', schedule, SCHEDULES)
         if not 0. <= start <= 1.:
             raise ValueError(f'start must be in [0, 1], got {start}.')
         if cutoff < 0:

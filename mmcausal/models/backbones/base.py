@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.validation import check_choice
 from ..layers import split_cls_token
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
@@ -64,8 +65,7 @@ class PlainBackbone(BaseBackbone):
 
     def _set_outputs(self, out_indices: Union[int, Sequence[int]], out_type: str, final_norm: bool,
                      frozen_stages: int) -> None:
-        if out_type not in OUT_TYPES:
-            raise BackboneConfigError(f'Unknown out_type {out_type!r}; choose one of {OUT_TYPES}.')
+        check_choice('out_type', out_type, OUT_TYPES, BackboneConfigError)
         if out_type == 'cls_token' and self.cls_position is None:
             raise BackboneConfigError('out_type="cls_token" needs a class token; set with_cls_token=True or use '
                                       'out_type="avg_featmap".')

@@ -14,8 +14,14 @@ from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
-from ..layers import (RotaryEmbedding1D, TransformerBlock, build_norm_layer, insert_cls_token, resize_pos_embed,
-                      swiglu_hidden_dims)
+from ..layers import (
+    RotaryEmbedding1D,
+    TransformerBlock,
+    build_norm_layer,
+    insert_cls_token,
+    resize_pos_embed,
+    swiglu_hidden_dims,
+)
 from .base import PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
 
 MASK_MODE_KEY = 'mask_mode'  # state-dict entry (under the backbone's prefix) recording the attention mask mode

@@ -25,11 +25,22 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.utils import to_2tuple
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
-from ..layers import (RotaryEmbedding1D, RotaryEmbedding2D, TransformerBlock, auto_scale, build_norm_layer,
-                      check_rope_mode, grid_positions, insert_cls_token, swiglu_hidden_dims)
+from mmcausal.utils.validation import check_choice
+from ..layers import (
+    RotaryEmbedding1D,
+    RotaryEmbedding2D,
+    TransformerBlock,
+    auto_scale,
+    build_norm_layer,
+    check_rope_mode,
+    grid_positions,
+    insert_cls_token,
+    swiglu_hidden_dims,
+)
 from ..layers.rope import check_as2d_scaling
 from .base import BackboneConfigError, PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
 
@@ -42,10 +53,6 @@ LAYOUTS = {
 }
 CLS_ROPE_MODES = ('identity', 'legacy_trunc', 'legacy_floor')
 PRETRAIN_SIZE = 224  # px; the default AS2DRoPE anchor is its grid (14 tokens at patch 16, official s = 224 / H_px)
-
-
-def _pair(value: Union[int, Sequence[int]]) -> Tuple[int, int]:
-    return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
 
 
 @MODELS.register_module()
@@ -142,7 +149,7 @@ class VisionLLaMA(PlainBackbone):
 
         self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
                                       kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
-                                      input_size=_pair(img_size))
+                                      input_size=to_2tuple(img_size))
         self.patch_resolution = self.patch_embed.init_out_size
         default_anchor = max(PRETRAIN_SIZE // patch_size, 1)
         self.rope_anchor = rope_anchor if rope_anchor is not None else default_anchor
@@ -168,12 +175,9 @@ class VisionLLaMA(PlainBackbone):
 
     @staticmethod
     def _resolve_layout(layout: str, **overrides) -> dict:
-        if layout not in LAYOUTS:
-            raise BackboneConfigError(f'Unknown VisionLLaMA layout {layout!r}; choose one of {sorted(LAYOUTS)}.')
-        options = dict(LAYOUTS[layout])
+        options = dict(LAYOUTS[check_choice('VisionLLaMA layout', layout, LAYOUTS, BackboneConfigError)])
         options.update({key: value for key, value in overrides.items() if value is not None})
-        if options['cls_rope'] not in CLS_ROPE_MODES:
-            raise BackboneConfigError(f'Unknown cls_rope {options["cls_rope"]!r}; choose one of {CLS_ROPE_MODES}.')
+        check_choice('cls_rope', options['cls_rope'], CLS_ROPE_MODES, BackboneConfigError)
         return options
 
     def _check_global_blocks(self, global_blocks: Sequence[int], window_size: int, with_cls: bool) -> Tuple[int, ...]:
@@ -217,9 +221,10 @@ class VisionLLaMA(PlainBackbone):
 
     @rope_anchor.setter
     def rope_anchor(self, anchor: Union[int, Sequence[int]]) -> None:
-        anchor = _pair(anchor)
-        if min(anchor) <= 0:
-            raise BackboneConfigError(f'rope_anchor must be positive (tokens per side), got {anchor}.')
+        anchor = tuple(int(side) for side in to_2tuple(anchor))
+        if len(anchor) != 2 or min(anchor) <= 0:
+            raise BackboneConfigError(f'rope_anchor must be a positive int or (H, W) pair (tokens per side), '
+                                      f'got {anchor}.')
         self._rope_anchor = anchor
 
     # ----------------------------------------------------------------- positions

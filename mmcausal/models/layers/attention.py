@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.validation import check_choice
 from .rope import apply_rotary
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
@@ -35,13 +36,6 @@ MASK_MODES = ('bidirectional', 'causal', 'official')
 
 class AttentionConfigError(UserInputError, ValueError):
     """An invalid attention setting in a config (unknown ``mask_mode``, ``embed_dims`` not divisible by heads)."""
-
-
-def check_mask_mode(mask_mode: str) -> str:
-    """Return ``mask_mode`` or raise an :class:`AttentionConfigError` listing the valid modes."""
-    if mask_mode not in MASK_MODES:
-        raise AttentionConfigError(f'Unknown attention mask_mode {mask_mode!r}; choose one of {MASK_MODES}.')
-    return mask_mode
 
 
 @functools.lru_cache(maxsize=4)
@@ -124,7 +118,7 @@ class SelfAttention(nn.Module):
             raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
         self.num_heads = num_heads
         self.head_dim = embed_dims // num_heads
-        self.mask_mode = check_mask_mode(mask_mode)
+        self.mask_mode = check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)
         self.soft_mask_rate = 0.
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
@@ -146,4 +140,4 @@ class SelfAttention(nn.Module):
 
 
 __all__ = ['MASK_MODES', 'SelfAttention', 'masked_attention', 'explicit_attention', 'soft_causal_weights',
-           'soft_causal_logit_bias', 'check_mask_mode']
+           'soft_causal_logit_bias']

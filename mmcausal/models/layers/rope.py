@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.validation import check_choice
 
 
 def rope_frequencies(num_pairs: int, theta: float = 10000.) -> Tensor:
@@ -75,17 +76,13 @@ class RopeConfigError(UserInputError, ValueError):
 
 def check_rope_mode(rope_mode: str) -> str:
     """Return ``rope_mode`` or raise a :class:`RopeConfigError` listing the valid modes."""
-    if rope_mode not in ROPE_MODES:
-        raise RopeConfigError(f'Unknown rope_mode {rope_mode!r}; choose one of {ROPE_MODES}.')
-    return rope_mode
+    return check_choice('rope_mode', rope_mode, ROPE_MODES, RopeConfigError)
 
 
 def check_as2d_scaling(scaling: str) -> str:
-    """Return ``scaling`` or raise a :class:`RopeConfigError` listing :data:`AS2D_SCALINGS`."""
-    if scaling not in AS2D_SCALINGS:
-        raise RopeConfigError(f'Unknown as2d_scaling {scaling!r}; set it to one of {AS2D_SCALINGS} '
-                              '(isotropic = the paper\'s Eq. 4 and the official code).')
-    return scaling
+    """Return ``scaling`` or raise a :class:`RopeConfigError` listing :data:`AS2D_SCALINGS` (``'isotropic'`` is
+    the paper's Eq. 4 and the official code)."""
+    return check_choice('as2d_scaling', scaling, AS2D_SCALINGS, RopeConfigError)
 
 
 def grid_positions(grid_size: Tuple[int, int], scale: Tuple[float, float] = (1., 1.),

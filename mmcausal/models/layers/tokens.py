@@ -11,13 +11,6 @@ from torch import Tensor
 CLS_POSITIONS = ('first', 'last')
 
 
-def check_cls_position(position: str) -> str:
-    """Return ``position`` or raise a ``ValueError`` listing the valid ones."""
-    if position not in CLS_POSITIONS:
-        raise ValueError(f'Unknown cls_position {position!r}; choose one of {CLS_POSITIONS}.')
-    return position
-
-
 def insert_cls_token(patches: Tensor, cls_token: Tensor, position: str) -> Tensor:
     """``patches`` ``(B, N, D)`` + ``cls_token`` ``(1, 1, D)`` -> ``(B, N + 1, D)`` with cls first or last."""
     cls_tokens = cls_token.expand(patches.shape[0], -1, -1)

@@ -1,0 +1,266 @@
+"""OpenMMLab backbone contract, run over every backbone mmcausal registers (issue 8, item 6).
+
+The backbones are read from the registry, so a new family is tested by being registered; it only has to add
+its tiny constructor settings to :data:`TINY` (a test fails, naming it, until it does). Checked per backbone:
+every ``out_type`` x ``out_indices`` at an input that is not a multiple of the patch size, ``frozen_stages``,
+``get_layer_depth`` over every parameter, ``with_cp`` equality, a strict state-dict round trip, ``Pretrained``
+init with a prefix, and that a forward after another input shape equals a fresh model's.
+"""
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Tuple, Union
+
+import pytest
+import torch
+from mmpretrain.models.backbones.base_backbone import BaseBackbone
+from torch import Tensor, nn
+
+import mmcausal  # noqa: F401  (registers every component)
+from mmcausal.models.backbones.base import OUT_TYPES
+from mmcausal.registry import MODELS
+from mmcausal.utils.errors import UserInputError
+
+pytestmark = pytest.mark.usefixtures('single_thread')
+
+PREFIX = 'backbone.'
+ODD_SIZE = (37, 45)  # neither side is a multiple of the tiny patch size (8)
+SIZE_1, SIZE_2 = (32, 48), (48, 32)  # same token count, transposed grid
+TINY_ARCH = dict(embed_dims=32, num_layers=3, num_heads=2)
+
+
+@dataclass(frozen=True)
+class Tiny:
+    """One tiny configuration of a backbone: constructor kwargs, the ``out_type`` values it supports (every other
+    one must be rejected), the ``out_indices`` to try and extra ``forward`` kwargs."""
+    kwargs: dict
+    out_types: Tuple[str, ...] = OUT_TYPES
+    out_indices: Tuple[Union[int, Tuple[int, ...]], ...] = (-1, (0, -2), (1, -1))
+    forward_kwargs: dict = field(default_factory=dict)
+    name: str = ''
+
+
+_BASE = dict(arch=TINY_ARCH, img_size=32, patch_size=8)
+# class name -> its tiny configurations; a newly registered backbone adds its line here.
+TINY: Dict[str, Tuple[Tiny, ...]] = {
+    'ILLaMA': (Tiny(_BASE), ),
+    'VisionLLaMA': (
+        Tiny(_BASE),
+        Tiny(dict(_BASE, with_cls_token=False, window_size=2, global_blocks=(1, ), out_type='featmap'),
+             out_types=('raw', 'featmap', 'avg_featmap'), name='windowed'),
+    ),
+    # the plain (unmasked) forward is the backbone contract; the masked MAE forward returns (latent, mask, ids)
+    'MAEVisionLLaMA': (Tiny(_BASE, out_types=('raw', ), out_indices=(-1, ), forward_kwargs=dict(mask=False)), ),
+}
+
+
+def registered_backbones() -> List[str]:
+    """Names of every backbone class mmcausal registers in MMEngine's root ``MODELS``."""
+    return sorted(name for name, cls in MODELS.module_dict.items()
+                  if cls.__module__.startswith('mmcausal') and (
+                      issubclass(cls, BaseBackbone) or cls.__module__.startswith('mmcausal.models.backbones.')))
+
+
+def _cases() -> Iterator[Tuple[str, Tiny]]:
+    for name in registered_backbones():
+        for tiny in TINY.get(name, (None, )):
+            yield name, tiny
+
+
+def _case_id(name: str, tiny: Tiny) -> str:
+    return f'{name}-{tiny.name}' if tiny is not None and tiny.name else name
+
+
+CASES = [pytest.param(name, tiny, id=_case_id(name, tiny)) for name, tiny in _cases()]
+
+
+def _require(tiny: Tiny, name: str) -> Tiny:
+    if tiny is None:
+        pytest.fail(f'Backbone {name!r} is registered but has no tiny configuration: add a line '
+                    f'{name!r}: (Tiny(dict(arch=..., img_size=32, patch_size=8)), ) to TINY in {__file__}.')
+    return tiny
+
+
+def build(name: str, tiny: Tiny, seed: int = 0, **overrides) -> nn.Module:
+    """The tiny backbone, seeded and initialised, in eval mode."""
+    torch.manual_seed(seed)
+    model = MODELS.build(dict(type=name, **{**tiny.kwargs, **overrides}))
+    model.init_weights()
+    return model.eval()
+
+
+def forward(model: nn.Module, tiny: Tiny, size: Tuple[int, int], seed: int = 1) -> Tuple[Tensor, ...]:
+    """The backbone outputs for a seeded random batch of two ``size`` images."""
+    torch.manual_seed(seed)
+    return model(torch.randn(2, 3, *size), **tiny.forward_kwargs)
+
+
+def assert_same_outputs(actual: Tuple[Tensor, ...], expected: Tuple[Tensor, ...]) -> None:
+    assert len(actual) == len(expected)
+    for out, ref in zip(actual, expected):
+        torch.testing.assert_close(out, ref, rtol=0, atol=0)
+
+
+def is_stem(param_name: str) -> bool:
+    """Stem parameters: the patch embedding and the backbone's own tokens / tables (cls token, pos embed)."""
+    return param_name.startswith('patch_embed.') or '.' not in param_name
+
+
+def block_index(param_name: str) -> int:
+    """Index of the block ``layers.<i>`` holding a parameter, or -1."""
+    parts = param_name.split('.')
+    return int(parts[1]) if parts[0] == 'layers' else -1
+
+
+def test_every_registered_backbone_has_a_tiny_configuration():
+    registered = registered_backbones()
+    assert {'ILLaMA', 'VisionLLaMA'} <= set(registered)
+    missing = sorted(set(registered) - set(TINY))
+    assert not missing, f'registered backbones without a tiny configuration in TINY: {missing}'
+    stale = sorted(set(TINY) - set(registered))
+    assert not stale, f'TINY lists backbones that are not registered: {stale}'
+
+
+def _output_cases():
+    for name, tiny in _cases():
+        if tiny is None:
+            yield pytest.param(name, tiny, 'raw', -1, id=name)
+            continue
+        for out_type in tiny.out_types:
+            for out_indices in tiny.out_indices:
+                yield pytest.param(name, tiny, out_type, out_indices,
+                                   id=f'{_case_id(name, tiny)}-{out_type}-{out_indices}')
+
+
+@pytest.mark.parametrize('name,tiny,out_type,out_indices', list(_output_cases()))
+def test_outputs_at_a_size_that_is_not_a_multiple_of_the_patch(name, tiny, out_type, out_indices):
+    """One output per index; the image is padded bottom/right, so the grid is ``ceil(H/p) x ceil(W/p)``."""
+    tiny = _require(tiny, name)
+    model = build(name, tiny, out_type=out_type, out_indices=out_indices)
+    with torch.no_grad():
+        outs = forward(model, tiny, ODD_SIZE)
+    assert isinstance(outs, tuple)
+    assert len(outs) == (1 if isinstance(out_indices, int) else len(out_indices))
+    patch, dims = tiny.kwargs['patch_size'], tiny.kwargs['arch']['embed_dims']
+    grid = tuple(math.ceil(side / patch) for side in ODD_SIZE)
+    num_tokens = grid[0] * grid[1] + (model.cls_position is not None)
+    expected = dict(raw=(2, num_tokens, dims), cls_token=(2, dims), featmap=(2, dims, *grid),
+                    avg_featmap=(2, dims))[out_type]
+    assert [tuple(out.shape) for out in outs] == [expected] * len(outs)
+    assert all(torch.isfinite(out).all() for out in outs)
+
+
+def _rejected_out_types():
+    for name, tiny in _cases():
+        rejected = OUT_TYPES if tiny is None else tuple(t for t in OUT_TYPES if t not in tiny.out_types)
+        for out_type in rejected:
+            yield pytest.param(name, tiny, out_type, id=f'{_case_id(name, tiny)}-{out_type}')
+
+
+@pytest.mark.parametrize('name,tiny,out_type', list(_rejected_out_types()))
+def test_out_types_not_listed_are_rejected_with_a_user_error(name, tiny, out_type):
+    """Keeps ``Tiny.out_types`` honest: an ``out_type`` left out of the table must be unsupported."""
+    tiny = _require(tiny, name)
+    with pytest.raises(UserInputError):
+        MODELS.build(dict(tiny.kwargs, type=name, out_type=out_type))
+
+
+@pytest.mark.parametrize('frozen_stages', [-1, 0, 1, 'all'])
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_frozen_stages_freeze_exactly_the_stem_and_the_first_blocks(name, tiny, frozen_stages):
+    tiny = _require(tiny, name)
+    num_layers = tiny.kwargs['arch']['num_layers']
+    k = num_layers if frozen_stages == 'all' else frozen_stages
+    model = build(name, tiny, frozen_stages=k).train()
+
+    def expected_frozen(param_name: str) -> bool:
+        if k < 0:
+            return False
+        return k >= num_layers or is_stem(param_name) or 0 <= block_index(param_name) < k
+
+    wrong = [n for n, p in model.named_parameters() if p.requires_grad == expected_frozen(n)]
+    assert not wrong, f'frozen_stages={k}: requires_grad is wrong for {wrong}'
+    for module_name, module in model.named_modules():
+        # every module of the patch embedding and of the blocks (dropout / drop path included) follows its
+        # unit; elsewhere (final norms) the modules holding parameters; the backbone itself stays in train mode
+        unit = module_name.split('.')[:2]
+        if unit[0] == 'patch_embed' or (unit[0] == 'layers' and len(unit) == 2):
+            frozen = expected_frozen(f'{".".join(unit)}.weight')
+        elif module_name and any(True for _ in module.parameters(recurse=False)):
+            frozen = all(expected_frozen(n) for n, _ in module.named_parameters(prefix=module_name, recurse=False))
+        else:
+            continue
+        assert module.training != frozen, f'frozen_stages={k}: {module_name!r} has training={module.training}'
+
+
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_layer_depth_covers_every_parameter(name, tiny):
+    """mmpretrain's rule: stem 0, block ``i`` -> ``i + 1``, everything else ``L + 1``, out of ``L + 2`` ids."""
+    tiny = _require(tiny, name)
+    model = build(name, tiny)
+    num_ids = tiny.kwargs['arch']['num_layers'] + 2
+    depths = {}
+    for param_name, _ in model.named_parameters():
+        depth, total = model.get_layer_depth(PREFIX + param_name, PREFIX)
+        assert total == num_ids, param_name
+        block = block_index(param_name)
+        expected = 0 if is_stem(param_name) else block + 1 if block >= 0 else num_ids - 1
+        assert depth == expected, f'{param_name}: layer id {depth}, expected {expected}'
+        depths[param_name] = depth
+    assert set(depths.values()) == set(range(num_ids))  # stem, every block and the final norm
+    assert model.get_layer_depth('head.fc.weight', PREFIX) == (num_ids - 1, num_ids)
+
+
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_with_cp_gives_the_same_outputs_and_gradients(name, tiny):
+    """Training mode with drop path on (the recomputation must replay the same draws); every block runs twice."""
+    tiny = _require(tiny, name)
+    results = []
+    for with_cp in (False, True):
+        model = build(name, tiny, with_cp=with_cp, drop_path_rate=0.2).train()
+        calls = [0]
+        model.layers[-1].register_forward_pre_hook(  # pre: the recomputation may stop early
+            lambda *_: calls.__setitem__(0, calls[0] + 1))
+        outs = forward(model, tiny, ODD_SIZE)
+        sum(out.square().sum() for out in outs).backward()
+        grads = {n: p.grad for n, p in model.named_parameters()}
+        assert all(grad is not None for grad in grads.values())
+        results.append((outs, grads, calls[0]))
+    (plain, plain_grads, plain_calls), (cp, cp_grads, cp_calls) = results
+    assert (plain_calls, cp_calls) == (1, 2), 'with_cp=True must recompute every block in the backward pass'
+    assert_same_outputs(cp, plain)
+    for param_name, grad in plain_grads.items():
+        torch.testing.assert_close(cp_grads[param_name], grad, rtol=0, atol=0, msg=param_name)
+
+
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_state_dict_round_trip(name, tiny):
+    tiny = _require(tiny, name)
+    source = build(name, tiny)
+    fresh = build(name, tiny, seed=1)
+    with torch.no_grad():
+        expected = forward(source, tiny, ODD_SIZE)
+        assert not torch.equal(forward(fresh, tiny, ODD_SIZE)[0], expected[0])
+        fresh.load_state_dict(source.state_dict(), strict=True)
+        assert_same_outputs(forward(fresh, tiny, ODD_SIZE), expected)
+
+
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_pretrained_init_with_a_prefix(name, tiny, tmp_path):
+    tiny = _require(tiny, name)
+    source = build(name, tiny)
+    path = tmp_path / 'model.pth'
+    torch.save({'state_dict': {PREFIX + k: v for k, v in source.state_dict().items()}}, path)
+    loaded = build(name, tiny, seed=1, init_cfg=dict(type='Pretrained', checkpoint=str(path), prefix=PREFIX))
+    with torch.no_grad():
+        assert_same_outputs(forward(loaded, tiny, ODD_SIZE), forward(source, tiny, ODD_SIZE))
+
+
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_forward_after_another_input_shape_equals_a_fresh_model(name, tiny):
+    """No table (positions, masks, resized embeddings) computed for one input shape leaks into the next."""
+    tiny = _require(tiny, name)
+    model = build(name, tiny)
+    fresh = build(name, tiny)
+    with torch.no_grad():
+        forward(model, tiny, SIZE_1)
+        assert_same_outputs(forward(model, tiny, SIZE_2), forward(fresh, tiny, SIZE_2))
