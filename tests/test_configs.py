@@ -8,6 +8,7 @@ from mmengine.config import Config
 from mmengine.optim import build_optim_wrapper
 from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
 
+from build_utils import build_on_meta
 from mmcausal.registry import MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,18 +65,10 @@ def test_upernet_model_is_the_official_one(arch, width, drop_path):
         ('slide', (512, 512), (341, 341))
 
 
-def _build_on_meta(cfg: Config, scope: str):
-    """Build ``cfg.model`` (no pretrained init) on the meta device: full-size models without memory or init."""
-    cfg.model.backbone.init_cfg = None
-    init_default_scope(scope)
-    with torch.device('meta'):
-        return MODELS.build(cfg.model)
-
-
 @pytest.mark.parametrize('arch,millions', [('tiny', 10.86), ('base', 163.22)])
 def test_upernet_parameter_count_is_table_10(arch, millions):
     """Paper Table 10 counts the whole segmentor (backbone, fpn1..fpn4, UPerHead and the FCN auxiliary head)."""
-    model = _build_on_meta(_config(f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512.py'), 'mmseg')
+    model = build_on_meta(_config(f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512.py'), 'mmseg')
     assert round(sum(p.numel() for p in model.parameters()) / 1e6, 2) == millions
 
 
@@ -112,10 +105,7 @@ def test_upernet_multi_scale_flip_test(arch):
     assert [tuple(r.scale) for r in resizes] == [(2048, 512)] * 3 + [(2560, 640), (3072, 768), (3584, 896)]
     assert all(r.keep_ratio for r in resizes)
     assert [(f.type, f.prob) for f in flips] == [('RandomFlip', 0.), ('RandomFlip', 1.)]
-    init_default_scope('mmseg')
-    with torch.device('meta'):
-        test_cfg.model.module.backbone.init_cfg = None
-        model = MODELS.build(test_cfg.model)
+    model = build_on_meta(test_cfg, 'mmseg')
     assert type(model).__name__ == 'SegTTAModel' and type(model.module).__name__ == 'EncoderDecoder'
 
 
@@ -258,7 +248,7 @@ def test_full_config_recipe(name):
     # AmpOptimWrapper asserts a GPU when it is constructed (its param groups are the OptimWrapper's).
     wrapper_cfg['type'] = 'OptimWrapper'
     wrapper_cfg.pop('loss_scale', None)
-    model = _build_on_meta(cfg, scope)
+    model = build_on_meta(cfg, scope)
     optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
     assert type(optimizer).__name__ == opt_type
     assert optimizer.defaults['lr'] == pytest.approx(lr) and optimizer.defaults['weight_decay'] == wd

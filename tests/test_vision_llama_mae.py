@@ -10,6 +10,7 @@ from mmengine.optim import build_optim_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner.checkpoint import _load_checkpoint, _load_checkpoint_with_prefix
 
+from build_utils import build_on_meta
 from e2e_utils import history, last_metrics, load_config, loss_falls, train
 from mmcausal.registry import MODELS
 
@@ -28,14 +29,6 @@ NANO_MAE_EPOCHS = 20
 
 def _config(name: str) -> Config:
     return Config.fromfile(str(CONFIGS / name))
-
-
-def _build_on_meta(cfg: Config):
-    """Build ``cfg.model`` (no pretrained init) on the meta device: full-size models without the memory."""
-    cfg.model.backbone.init_cfg = None
-    init_default_scope('mmpretrain')
-    with torch.device('meta'):
-        return MODELS.build(cfg.model)
 
 
 def _param_groups(model, optim_wrapper_cfg) -> dict:
@@ -75,7 +68,7 @@ def test_mae_pretraining_recipe_follows_the_paper(arch, epochs):
 def test_mae_pretraining_param_groups():
     """Base MAE: no weight decay on any norm (encoder norm1/norm2/norm too), bias or token; 0.05 elsewhere."""
     cfg = _config(MAE.format(arch='base', epochs=800))
-    model = _build_on_meta(cfg)
+    model = build_on_meta(cfg, 'mmpretrain')
     assert model.backbone.layers[0].ffn.w12.out_features == 2 * 8192  # official_mae SwiGLU width
     decay = {name: group['weight_decay'] for name, group in _param_groups(model, cfg.optim_wrapper).items()}
     for name in ('backbone.layers.0.norm1.weight', 'backbone.layers.11.norm2.weight', 'backbone.norm.weight',
@@ -121,7 +114,7 @@ def test_finetuning_recipe_follows_the_paper(arch, epochs):
 def test_finetuning_layer_decay_scales():
     """lr scale 0.45 ** (12 - i) for block i, 0.45 ** 13 for the stem, 1 for the GAP norm and the head."""
     cfg = _config(FINETUNE['base'])
-    model = _build_on_meta(cfg)
+    model = build_on_meta(cfg, 'mmpretrain')
     groups = _param_groups(model, cfg.optim_wrapper)
     lr = 2e-3
     for block in (0, 5, 11):
@@ -164,7 +157,7 @@ def test_linear_probe_recipe_follows_the_paper(arch):
 
 def test_linear_probe_backbone_is_frozen():
     cfg = _config(LINEAR.format(arch='base'))
-    model = _build_on_meta(cfg)
+    model = build_on_meta(cfg, 'mmpretrain')
     model.train()
     assert all(not p.requires_grad for p in model.backbone.parameters())
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}

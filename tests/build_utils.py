@@ -1,0 +1,21 @@
+"""Build a config's model without weights (shared by the config and model-zoo tests)."""
+from typing import Optional
+
+import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from torch import nn
+
+from mmcausal.registry import MODELS
+
+
+def build_on_meta(cfg: Config, scope: Optional[str] = None) -> nn.Module:
+    """Build ``cfg.model`` (no pretrained init) on the meta device: full-size models without memory or init.
+
+    A test-time-augmentation wrapper (``model.module``) is built around its model. ``scope`` defaults to the
+    config's ``default_scope``.
+    """
+    cfg.model.get('module', cfg.model).backbone.init_cfg = None
+    init_default_scope(scope or cfg.default_scope)
+    with torch.device('meta'):
+        return MODELS.build(cfg.model)
