@@ -1,17 +1,22 @@
 """Shared layers: RoPE, attention mask modes, position-embedding resizing, SwiGLU width."""
+from functools import partial
+
 import pytest
 import torch
 
 from mmcausal.models.layers import (
-    RotaryEmbedding1D,
-    RotaryEmbedding2D,
+    GridRoPE,
     SelfAttention,
+    SwiGLUFFN,
+    TokenLayout,
     TransformerBlock,
+    WindowedAttention,
     apply_rotary,
     explicit_attention,
-    grid_positions,
     masked_attention,
     resize_pos_embed,
+    rope_angles_1d,
+    rope_frequencies,
     soft_causal_weights,
     swiglu_hidden_dims,
 )
@@ -19,12 +24,18 @@ from mmcausal.models.layers import (
 torch.manual_seed(0)
 
 
+def rope_1d(head_dim):
+    """Positions ``(..., N)`` -> 1D RoPE angles of a ``head_dim`` head."""
+    freqs = rope_frequencies(head_dim // 2)
+    return lambda positions: rope_angles_1d(positions, freqs)
+
+
 def _qkv(batch=2, heads=3, tokens=11, dim=16):
     return [torch.randn(batch, heads, tokens, dim, dtype=torch.float64) for _ in range(3)]
 
 
 def test_rope_scores_depend_only_on_relative_position():
-    rope = RotaryEmbedding1D(head_dim=16)
+    rope = rope_1d(16)
     q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
 
     def score(t: int, s: int) -> float:
@@ -39,7 +50,7 @@ def test_rope_scores_depend_only_on_relative_position():
 
 def test_rope_matches_complex_rotation_formula():
     """Interleaved pairs (x0 + i x1) times exp(i t w_k), w_k = 10000^(-2k/d)."""
-    rope = RotaryEmbedding1D(head_dim=8)
+    rope = rope_1d(8)
     x = torch.randn(2, 1, 5, 8)
     positions = torch.arange(5)
     expected_freqs = 10000. ** (-torch.arange(0, 8, 2).double() / 8)
@@ -50,7 +61,7 @@ def test_rope_matches_complex_rotation_formula():
 
 
 def test_rope_accepts_per_sample_positions():
-    rope = RotaryEmbedding1D(head_dim=8)
+    rope = rope_1d(8)
     x = torch.randn(2, 3, 4, 8)
     positions = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]])
     out = apply_rotary(x, rope(positions))
@@ -61,16 +72,16 @@ def test_rope_accepts_per_sample_positions():
 def test_causal_mode_output_ignores_future_tokens(alpha):
     attn = SelfAttention(32, 4, mask_mode='causal').double()
     attn.soft_mask_rate = 0.
-    rope = RotaryEmbedding1D(8)(torch.arange(9))
+    layout = TokenLayout((3, 3), None, rope_1d(8)(torch.arange(9)))
     x = torch.randn(2, 9, 32, dtype=torch.float64)
     x_changed = x.clone()
     x_changed[:, 6:] = torch.randn(2, 3, 32, dtype=torch.float64)
-    out, out_changed = attn(x, rope), attn(x_changed, rope)
+    out, out_changed = attn(x, layout), attn(x_changed, layout)
     torch.testing.assert_close(out[:, :6], out_changed[:, :6])
     assert not torch.allclose(out[:, 6:], out_changed[:, 6:])
     if alpha:  # the soft warm start deliberately lets the future in
         attn.soft_mask_rate = alpha
-        assert not torch.allclose(attn(x, rope)[:, :6], attn(x_changed, rope)[:, :6])
+        assert not torch.allclose(attn(x, layout)[:, :6], attn(x_changed, layout)[:, :6])
 
 
 def test_official_mode_is_not_strictly_causal_at_alpha_zero():
@@ -192,14 +203,16 @@ def _brute_force_window_attention(x, grid, window, attn, mask_padding):
 def test_multi_window_attention_on_a_non_square_grid_equals_brute_force(mask_padding):
     """5 x 7 grid, 3 x 3 windows: 2 x 3 windows, padding at the bottom and the right."""
     torch.manual_seed(0)
-    block = TransformerBlock(32, 2, 64, mask_mode='bidirectional', norm_cfg=dict(type='LN', eps=1e-6),
-                             window_size=3, mask_window_padding=mask_padding).eval()
+    mixer = partial(WindowedAttention, num_heads=2, mask_mode='bidirectional', window_size=3,
+                    mask_padding=mask_padding)
+    ffn = partial(SwiGLUFFN, feedforward_channels=64, bias=False, add_identity=False)
+    block = TransformerBlock(32, mixer, ffn, norm_cfg=dict(type='LN', eps=1e-6)).eval()
     with torch.no_grad():
         block.attn.qkv.bias.normal_()  # the zero padding then yields non-zero keys and values
     grid = (5, 7)
     x = torch.randn(2, grid[0] * grid[1], 32)
     with torch.no_grad():
-        out = block(x, RotaryEmbedding2D(16)(grid_positions((3, 3))), grid)
+        out = block(x, TokenLayout(grid, rope=GridRoPE(16, mode='2d')))
         after_attention = x + _brute_force_window_attention(block.norm1(x), grid, 3, block.attn, mask_padding)
         expected = after_attention + block.ffn(block.norm2(after_attention))
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)

@@ -2,17 +2,24 @@
 import copy
 import math
 import warnings
+from functools import partial
 
 import pytest
 import torch
 
 from mmcausal.models.backbones import VisionLLaMA
 from mmcausal.models.layers import (
-    RotaryEmbedding2D,
+    GridRoPE,
+    SelfAttention,
+    SwiGLUFFN,
+    TokenLayout,
     TransformerBlock,
+    WindowedAttention,
     apply_rotary,
     auto_scale,
     grid_positions,
+    rope_angles_2d,
+    rope_frequencies,
     window_key_mask,
     window_partition,
     window_unpartition,
@@ -34,6 +41,16 @@ def tiny(**kwargs) -> VisionLLaMA:
     return model.eval()
 
 
+def rope_2d(head_dim, theta=10000.):
+    """``(N, 2)`` positions -> 2D RoPE angles of a ``head_dim`` head."""
+    freqs = rope_frequencies(head_dim // 4, theta)
+    return lambda positions: rope_angles_2d(positions, freqs)
+
+
+def sequence_angles(model, grid):
+    return model.rope.sequence_angles(grid, model.cls_position)
+
+
 def score(q, k, pos_q, pos_k, rope):
     """Attention logit between q at ``pos_q`` and k at ``pos_k`` (positions ``(y, x)``)."""
     angles_q = rope(torch.tensor([pos_q], dtype=torch.float32))
@@ -47,7 +64,7 @@ def score(q, k, pos_q, pos_k, rope):
 def test_2d_rope_channel_layout_matches_official_formula():
     """angles[n] = [x w_0, y w_0, x w_1, y w_1, ...], w_k = theta^(-4k/d); rotation of adjacent pairs."""
     head_dim, theta = 16, 10000.
-    rope = RotaryEmbedding2D(head_dim, theta)
+    rope = rope_2d(head_dim, theta)
     positions = grid_positions((3, 5))
     angles = rope(positions)
     assert angles.shape == (15, head_dim // 2)
@@ -64,7 +81,7 @@ def test_2d_rope_channel_layout_matches_official_formula():
 
 def test_2d_rope_score_depends_only_on_row_and_column_offsets():
     torch.manual_seed(0)
-    rope = RotaryEmbedding2D(32)
+    rope = rope_2d(32)
     q, k = torch.randn(32), torch.randn(32)
     base = score(q, k, (2., 3.), (5., 1.), rope)
     for shift in [(1., 0.), (0., 7.), (-3., 4.), (0.5, 2.25)]:
@@ -77,7 +94,7 @@ def test_2d_rope_score_depends_only_on_row_and_column_offsets():
 
 def test_rope_needs_head_dim_divisible_by_four():
     with pytest.raises(ValueError, match='divisible by 4'):
-        RotaryEmbedding2D(6)
+        GridRoPE(6, mode='2d')
     with pytest.raises(ValueError, match='divisible by 4'):
         VisionLLaMA(arch=dict(embed_dims=36, num_layers=1, num_heads=6))
 
@@ -86,7 +103,7 @@ def test_rope_needs_head_dim_divisible_by_four():
 def test_as2d_rope_equals_2d_rope_at_the_anchor():
     as2d, plain = tiny(rope_mode='as2d'), tiny(rope_mode='2d')
     assert as2d.rope_anchor == (8, 8)
-    torch.testing.assert_close(as2d.sequence_angles((8, 8)), plain.sequence_angles((8, 8)), rtol=0, atol=0)
+    torch.testing.assert_close(sequence_angles(as2d, (8, 8)), sequence_angles(plain, (8, 8)), rtol=0, atol=0)
     images = torch.randn(2, 3, 64, 64)
     torch.testing.assert_close(as2d(images)[0], plain(images)[0], rtol=0, atol=0)
 
@@ -94,17 +111,17 @@ def test_as2d_rope_equals_2d_rope_at_the_anchor():
 def test_as2d_rope_maps_a_larger_grid_onto_the_anchor_range():
     model = tiny(rope_mode='as2d', rope_anchor=8, as2d_scaling='per_axis', with_cls_token=False,
                  out_type='avg_featmap')
-    positions = model.patch_positions((16, 32))
+    positions = model.rope.patch_positions((16, 32))
     # per_axis: (i * 8 / 16, j * 8 / 32): both axes span [0, 8) like the anchor grid
     torch.testing.assert_close(positions, grid_positions((16, 32), (0.5, 0.25)))
     assert positions[:, 0].max() == 7.5 and positions[:, 1].max() == 7.75 and positions.min() == 0
     assert auto_scale((16, 32), (8, 8), 'per_axis') == (0.5, 0.25)
     # isotropic (paper Eq. 4, official code): one scale 8 / 16 from the height, the aspect ratio is kept
     model.as2d_scaling = 'isotropic'
-    assert model.patch_positions((16, 32))[:, 1].max() == 15.5
+    assert model.rope.patch_positions((16, 32))[:, 1].max() == 15.5
     assert auto_scale((16, 32), (8, 8), 'isotropic') == (0.5, 0.5)
     plain = tiny(rope_mode='2d', with_cls_token=False, out_type='avg_featmap')
-    assert plain.patch_positions((16, 32))[:, 1].max() == 31  # 2D RoPE extrapolates instead
+    assert plain.rope.patch_positions((16, 32))[:, 1].max() == 31  # 2D RoPE extrapolates instead
     images = torch.randn(1, 3, 128, 256)
     assert not torch.allclose(model(images)[0], plain(images)[0])
 
@@ -112,9 +129,9 @@ def test_as2d_rope_maps_a_larger_grid_onto_the_anchor_range():
 def test_rope_tables_follow_the_aspect_ratio_with_the_same_token_count():
     """Detection changes H x W every iteration: (4, 16) and (16, 4) have the same N but other positions."""
     model = tiny(rope_mode='as2d', with_cls_token=False, out_type='featmap')
-    wide, tall = model.sequence_angles((4, 16)), model.sequence_angles((16, 4))
+    wide, tall = sequence_angles(model, (4, 16)), sequence_angles(model, (16, 4))
     assert wide.shape == tall.shape and not torch.allclose(wide, tall)
-    torch.testing.assert_close(wide, model.rope_2d(grid_positions((4, 16), (8 / 4, 8 / 16))))  # per axis
+    torch.testing.assert_close(wide, model.rope.angles(grid_positions((4, 16), (8 / 4, 8 / 16))))  # per axis
     # forward on one shape, then the transposed one: same result as a model that never saw the first
     fresh = copy.deepcopy(model)
     model(torch.randn(1, 3, 32, 128))
@@ -126,10 +143,10 @@ def test_cls_token_rotation_modes():
     identity = tiny(cls_rope='identity')
     trunc = tiny(cls_rope='legacy_trunc', rope_mode='2d')
     floor = tiny(cls_rope='legacy_floor', rope_mode='2d')
-    assert identity.cls_token_position((8, 8)).tolist() == [[0., 0.]]
-    assert trunc.cls_token_position((8, 8)).tolist() == [[0., 7.]]  # flat index -1 -> (row 0, col W-1)
-    assert floor.cls_token_position((8, 8)).tolist() == [[-1., 7.]]
-    assert tiny(layout='official_deit').cls_rope == 'legacy_trunc'
+    assert identity.rope.cls_token_position((8, 8), 'first').tolist() == [[0., 0.]]
+    assert trunc.rope.cls_token_position((8, 8), 'first').tolist() == [[0., 7.]]  # flat index -1 -> (row 0, col W-1)
+    assert floor.rope.cls_token_position((8, 8), 'first').tolist() == [[-1., 7.]]
+    assert tiny(layout='official_deit').rope.cls_rope == 'legacy_trunc'
     with pytest.raises(ValueError, match='cls_rope'):
         tiny(cls_rope='middle')
 
@@ -148,19 +165,23 @@ def test_window_partition_round_trip_and_padding_mask():
 
 def _block(window_size, mask_window_padding=True):
     torch.manual_seed(0)
-    return TransformerBlock(32, 2, 64, mask_mode='bidirectional', norm_cfg=dict(type='LN', eps=1e-6),
-                            window_size=window_size, mask_window_padding=mask_window_padding).eval()
+    attention = dict(num_heads=2, mask_mode='bidirectional')
+    mixer = partial(WindowedAttention, window_size=window_size, mask_padding=mask_window_padding, **attention) \
+        if window_size else partial(SelfAttention, **attention)
+    ffn = partial(SwiGLUFFN, feedforward_channels=64, bias=False, add_identity=False)
+    return TransformerBlock(32, mixer, ffn, norm_cfg=dict(type='LN', eps=1e-6)).eval()
 
 
 @pytest.mark.parametrize('grid', [(14, 14), (10, 12)])
 def test_window_attention_equals_global_attention_when_one_window_covers_the_image(grid):
     x = torch.randn(2, grid[0] * grid[1], 32)
-    rope = RotaryEmbedding2D(16)
-    global_out = _block(0)(x, rope(grid_positions(grid)), grid)
-    window_out = _block(14)(x, rope(grid_positions((14, 14))), grid)
+    rope = GridRoPE(16, mode='2d')
+    layout = TokenLayout(grid, None, rope.sequence_angles(grid), rope)
+    global_out = _block(0)(x, layout)
+    window_out = _block(14)(x, layout)
     torch.testing.assert_close(window_out, global_out, rtol=1e-5, atol=1e-5)
     if grid != (14, 14):  # the official unmasked windows attend to the zero padding
-        unmasked = _block(14, mask_window_padding=False)(x, rope(grid_positions((14, 14))), grid)
+        unmasked = _block(14, mask_window_padding=False)(x, layout)
         assert not torch.allclose(unmasked, global_out, atol=1e-4)
 
 
@@ -168,7 +189,7 @@ def test_backbone_windows_use_local_positions_and_global_blocks_the_full_grid():
     kwargs = dict(with_cls_token=False, out_type='featmap', rope_mode='2d')
     windowed = tiny(window_size=8, global_blocks=[1], **kwargs)
     plain = tiny(**kwargs)
-    assert [layer.window_size for layer in windowed.layers] == [8, 0, 8]
+    assert [getattr(layer.attn, 'window_size', 0) for layer in windowed.layers] == [8, 0, 8]
     images = torch.randn(2, 3, 64, 48)  # 8 x 6 grid: one padded window
     torch.testing.assert_close(windowed(images)[0], plain(images)[0], rtol=1e-5, atol=1e-5)
     smaller = tiny(window_size=4, global_blocks=[1], **kwargs)
@@ -195,14 +216,16 @@ def test_mae_kept_tokens_keep_their_grid_positions():
     torch.manual_seed(0)
     mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, mask_ratio=0.75).eval()
     captured = {}
-    run_layers = mae.run_layers
-    mae.run_layers = lambda tokens, grid, angles: captured.setdefault('angles', angles) is not None and \
-        run_layers(tokens, grid, angles)
+
+    def capture(block, args):
+        captured['angles'] = args[1].angles  # the TokenLayout the blocks receive
+
+    mae.layers[0].register_forward_pre_hook(capture)
     images = torch.randn(2, 3, 64, 64)
     latent, mask, ids_restore = mae(images)
     assert latent.shape == (2, 1 + 16, 32) and mask.shape == (2, 64)
     ids_keep = ids_restore.argsort(1)[:, :16]
-    full_table = mae.rope_2d(grid_positions((8, 8)))
+    full_table = mae.rope.angles(grid_positions((8, 8)))
     torch.testing.assert_close(captured['angles'][:, 1:], full_table[ids_keep], rtol=0, atol=0)
     assert (captured['angles'][:, 0] == 0).all(), 'cls token is not rotated'
 
@@ -263,7 +286,9 @@ def test_official_mae_layout_switches():
 def test_ffn_branch_drop_path_switch():
     x = torch.randn(4, 10, 32)
     torch.manual_seed(0)
-    block = TransformerBlock(32, 2, 64, mask_mode='bidirectional', drop_path_rate=0.99, ffn_drop_path=False)
+    block = TransformerBlock(32, partial(SelfAttention, num_heads=2, mask_mode='bidirectional'),
+                             partial(SwiGLUFFN, feedforward_channels=64, add_identity=False), drop_path_rate=0.99,
+                             ffn_drop_path=False)
     block.train()
     # with drop path on the attention branch only, the FFN branch always contributes
     with torch.no_grad():
@@ -308,10 +333,10 @@ def test_frozen_stages_and_outputs():
 
 def test_rope_1d_mode_uses_sequence_indices():
     model = tiny(rope_mode='1d')
-    angles = model.sequence_angles((2, 3))
-    expected = torch.arange(7.).unsqueeze(-1) * model.rope_1d.freqs
+    angles = sequence_angles(model, (2, 3))
+    expected = torch.arange(7.).unsqueeze(-1) * model.rope.freqs_1d
     torch.testing.assert_close(angles, expected)
-    assert math.isclose(float(model.rope_1d.freqs[1]), 10000 ** (-2 / 16), rel_tol=1e-6)
+    assert math.isclose(float(model.rope.freqs_1d[1]), 10000 ** (-2 / 16), rel_tol=1e-6)
 
 
 def test_mae_official_cls_bypass():
@@ -388,14 +413,14 @@ def test_as2d_scalings_match_the_formula_off_the_anchor(scaling, grid):
     model = tiny(rope_mode='as2d', rope_anchor=(8, 8), as2d_scaling=scaling, with_cls_token=False,
                  out_type='avg_featmap')
     expected = _as2d_angles_formula(grid, (8, 8), 16, scaling)
-    torch.testing.assert_close(model.sequence_angles(grid), expected, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(sequence_angles(model, grid), expected, rtol=1e-6, atol=1e-5)
 
 
 def test_as2d_scalings_differ_only_off_a_square_grid():
     iso = tiny(rope_mode='as2d', as2d_scaling='isotropic', with_cls_token=False, out_type='avg_featmap')
     per_axis = tiny(rope_mode='as2d', as2d_scaling='per_axis', with_cls_token=False, out_type='avg_featmap')
-    torch.testing.assert_close(iso.sequence_angles((12, 12)), per_axis.sequence_angles((12, 12)), rtol=0, atol=0)
-    assert not torch.allclose(iso.sequence_angles((6, 12)), per_axis.sequence_angles((6, 12)), atol=1e-3)
+    torch.testing.assert_close(sequence_angles(iso, (12, 12)), sequence_angles(per_axis, (12, 12)), rtol=0, atol=0)
+    assert not torch.allclose(sequence_angles(iso, (6, 12)), sequence_angles(per_axis, (6, 12)), atol=1e-3)
 
 
 def test_unknown_as2d_scaling_is_a_clear_error():

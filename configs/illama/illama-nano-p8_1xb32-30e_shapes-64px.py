@@ -2,40 +2,26 @@
 # (ImageNet layout; generate it with `python tools/dataset_converters/make_shapes_datasets.py`).
 # Same model, head, soft-mask hook and optimizer as illama-tiny-p16_32xb128_in1k.py; only data, size and
 # schedule differ. Trains in about a minute on 2 CPU cores.
-_base_ = './illama-tiny-p16_32xb128_in1k.py'
+_base_ = ['./illama-tiny-p16_32xb128_in1k.py', '../_base_/datasets/shapes_imagenet.py']
 
-shape_classes = ('circle', 'cross', 'square', 'triangle')
-data_root = 'data/shapes/imagenet'
+data_root = {{_base_.shapes_cls_data_root}}
 
 model = dict(
     backbone=dict(
         arch=dict(_delete_=True, embed_dims=64, num_layers=4, num_heads=2),
         img_size=64,
         patch_size=8),
-    head=dict(num_classes=len(shape_classes), in_channels=64),
+    head=dict(num_classes={{_base_.shapes_cls_num_classes}}, in_channels=64),
     train_cfg=dict(_delete_=True))
-data_preprocessor = dict(num_classes=len(shape_classes))
+data_preprocessor = dict(num_classes={{_base_.shapes_cls_num_classes}})
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=64, crop_ratio_range=(0.6, 1.0), backend='pillow',
-         interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='PackInputs'),
-]
-test_pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
-train_dataloader = dict(
-    batch_size=32,
-    num_workers=2,
-    persistent_workers=True,
-    dataset=dict(data_root=data_root, metainfo=dict(classes=shape_classes), pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    dataset=dict(data_root=data_root, metainfo=dict(classes=shape_classes), pipeline=test_pipeline))
+# Data: ../_base_/datasets/shapes_imagenet.py (shared by every family's classification twin).
+train_pipeline = {{_base_.shapes_cls_train_pipeline}}
+test_pipeline = {{_base_.shapes_cls_test_pipeline}}
+train_dataloader = {{_base_.shapes_cls_train_dataloader}}
+val_dataloader = {{_base_.shapes_cls_val_dataloader}}
 test_dataloader = val_dataloader
-val_evaluator = dict(type='Accuracy', topk=(1, ))
+val_evaluator = {{_base_.shapes_cls_val_evaluator}}
 test_evaluator = val_evaluator
 
 max_epochs = 30

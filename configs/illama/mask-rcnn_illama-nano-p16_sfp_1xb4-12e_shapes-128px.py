@@ -3,10 +3,9 @@
 # data, size (fixed 128 px batch padding), schedule and lr differ, the 4-conv bbox head is narrow (most of the CPU
 # time at this size), and it runs without AMP (plain OptimWrapper: AMP needs a GPU). It trains from scratch, so the
 # layer decay is mild. About a minute and a half on 2 CPU cores.
-_base_ = ['./mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py']
+_base_ = ['./mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py', '../_base_/datasets/shapes_coco.py']
 
-classes = ('circle', 'cross', 'square', 'triangle')
-data_root = 'data/shapes/coco/'
+data_root = {{_base_.shapes_det_data_root}}
 width = 64
 
 model = dict(
@@ -18,43 +17,20 @@ model = dict(
     roi_head=dict(
         bbox_roi_extractor=dict(out_channels=width),
         bbox_head=dict(in_channels=width, conv_out_channels=width // 2, fc_out_channels=128,
-                       num_classes=len(classes)),
+                       num_classes={{_base_.shapes_det_num_classes}}),
         mask_roi_extractor=dict(out_channels=width),
-        mask_head=dict(in_channels=width, conv_out_channels=width, num_classes=len(classes))),
+        mask_head=dict(in_channels=width, conv_out_channels=width, num_classes={{_base_.shapes_det_num_classes}})),
     train_cfg=dict(rpn=dict(sampler=dict(num=64)), rpn_proposal=dict(nms_pre=300, max_per_img=100),
                    rcnn=dict(sampler=dict(num=64))),
     test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackDetInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=(128, 128), keep_ratio=True),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
-]
-train_dataloader = dict(
-    batch_size=4,
-    num_workers=2,
-    dataset=dict(
-        _delete_=True,
-        type='CocoDataset',
-        data_root=data_root,
-        metainfo=dict(classes=classes),
-        ann_file='annotations/instances_train2017.json',
-        data_prefix=dict(img='train2017/'),
-        filter_cfg=dict(filter_empty_gt=True, min_size=8),
-        pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=4,
-    num_workers=2,
-    dataset=dict(data_root=data_root, metainfo=dict(classes=classes), pipeline=test_pipeline))
+# Data: ../_base_/datasets/shapes_coco.py (shared by every family's detection twin).
+train_pipeline = {{_base_.shapes_det_train_pipeline}}
+test_pipeline = {{_base_.shapes_det_test_pipeline}}
+train_dataloader = {{_base_.shapes_det_train_dataloader}}
+val_dataloader = {{_base_.shapes_det_val_dataloader}}
 test_dataloader = val_dataloader
-val_evaluator = dict(ann_file=data_root + 'annotations/instances_val2017.json')
+val_evaluator = {{_base_.shapes_det_val_evaluator}}
 test_evaluator = val_evaluator
 
 max_epochs = 12

@@ -1,11 +1,10 @@
 # Tiny twin of the iLLaMA UperNet recipe for CPU smoke runs on the embedded synthetic "shapes" data
 # (ADE20K layout, 0 = "other" -> ignored by reduce_zero_label). Same model type, neck, heads and optimizer
 # family as the ADE20K configs; data, size and schedule differ. About a minute on 2 CPU cores.
-_base_ = ['./upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512.py']
+_base_ = ['./upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512.py', '../_base_/datasets/shapes_ade20k.py']
 
-classes = ('background', 'circle', 'cross', 'square', 'triangle')
 crop_size = (64, 64)
-data_root = 'data/shapes/ade20k'
+data_root = {{_base_.shapes_seg_data_root}}
 width = 64
 
 model = dict(
@@ -18,35 +17,16 @@ model = dict(
         init_cfg=None),
     neck=dict(embed_dim=width),  # Feature2Pyramid 4/2/1/0.5 as in the full config: strides 2/4/8/16 at patch 8
     decode_head=dict(in_channels=[width] * 4, channels=width, pool_scales=(1, 2, 4),
-                     num_classes=len(classes)),
-    auxiliary_head=dict(in_channels=width, channels=width // 2, num_classes=len(classes)),
+                     num_classes={{_base_.shapes_seg_num_classes}}),
+    auxiliary_head=dict(in_channels=width, channels=width // 2, num_classes={{_base_.shapes_seg_num_classes}}),
     test_cfg=dict(_delete_=True, mode='whole'))
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackSegInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='PackSegInputs'),
-]
-# ADE20KDataset only accepts subsets of its 150 classes; BaseSegDataset reads the same layout.
-dataset = dict(type='BaseSegDataset', data_root=data_root, img_suffix='.jpg', seg_map_suffix='.png',
-               reduce_zero_label=True, metainfo=dict(classes=classes))
-train_dataloader = dict(
-    batch_size=8,
-    num_workers=2,
-    dataset=dict(dataset, data_prefix=dict(img_path='images/training', seg_map_path='annotations/training'),
-                 pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=8,
-    num_workers=2,
-    dataset=dict(dataset, data_prefix=dict(img_path='images/validation',
-                                           seg_map_path='annotations/validation'),
-                 pipeline=test_pipeline))
+# Data: ../_base_/datasets/shapes_ade20k.py (shared by every family's segmentation twin); the evaluator is the
+# full config's IoUMetric.
+train_pipeline = {{_base_.shapes_seg_train_pipeline}}
+test_pipeline = {{_base_.shapes_seg_test_pipeline}}
+train_dataloader = {{_base_.shapes_seg_train_dataloader}}
+val_dataloader = {{_base_.shapes_seg_val_dataloader}}
 test_dataloader = val_dataloader
 
 max_iters = 300

@@ -4,9 +4,9 @@
 # layout 'official_mae', mask ratio 0.75, stock MAE decoder, norm_pix MSE loss, AdamW betas (0.9, 0.95),
 # warm-up + cosine); only the sizes, data and schedule differ. 64-px images with patch 8 give an 8x8 grid
 # (64 patches, 16 kept). No AMP (CPU). Runs in about a minute on 2 CPU cores.
-_base_ = './mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k.py'
+_base_ = ['./mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k.py', '../_base_/datasets/shapes_imagenet.py']
 
-data_root = 'data/shapes/imagenet'
+data_root = {{_base_.shapes_mae_data_root}}
 img_size = 64
 patch_size = 8
 num_patches = (img_size // patch_size)**2
@@ -28,18 +28,9 @@ model = dict(
         decoder_num_heads=4),
     head=dict(patch_size=patch_size))
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=img_size, crop_ratio_range=(0.5, 1.0), backend='pillow',
-         interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=32,
-    num_workers=2,
-    persistent_workers=True,
-    dataset=dict(data_root=data_root, pipeline=train_pipeline))
+# Data: ../_base_/datasets/shapes_imagenet.py (64 px crops, unlabelled; shared with future MAE twins).
+train_pipeline = {{_base_.shapes_mae_train_pipeline}}
+train_dataloader = {{_base_.shapes_mae_train_dataloader}}
 
 max_epochs = 20
 warmup_epochs = 2

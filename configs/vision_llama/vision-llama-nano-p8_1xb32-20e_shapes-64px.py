@@ -11,10 +11,9 @@
 #       model.backbone.init_cfg._delete_=True model.backbone.init_cfg.type=Pretrained \
 #       model.backbone.init_cfg.prefix=backbone. \
 #       model.backbone.init_cfg.checkpoint=work_dirs/mae_vision-llama-nano-p8_1xb32-20e_shapes-64px/epoch_20.pth
-_base_ = './vision-llama-base-p16_8xb128-coslr-100e_in1k.py'
+_base_ = ['./vision-llama-base-p16_8xb128-coslr-100e_in1k.py', '../_base_/datasets/shapes_imagenet.py']
 
-shape_classes = ('circle', 'cross', 'square', 'triangle')
-data_root = 'data/shapes/imagenet'
+data_root = {{_base_.shapes_cls_data_root}}
 
 model = dict(
     backbone=dict(
@@ -24,31 +23,18 @@ model = dict(
         rope_anchor=8,  # AS2DRoPE anchor: the 64 px / patch 8 grid the twins pre-train on
         drop_path_rate=0.1,
         init_cfg=None),  # the backbone's default init (trunc-normal Linear); see above for the MAE init
-    head=dict(num_classes=len(shape_classes), in_channels=64,
+    head=dict(num_classes={{_base_.shapes_cls_num_classes}}, in_channels=64,
               init_cfg=[dict(type='TruncNormal', layer='Linear', std=.02)]),
     train_cfg=dict(_delete_=True))
-data_preprocessor = dict(num_classes=len(shape_classes))
+data_preprocessor = dict(num_classes={{_base_.shapes_cls_num_classes}})
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=64, crop_ratio_range=(0.6, 1.0), backend='pillow',
-         interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='PackInputs'),
-]
-test_pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
-train_dataloader = dict(
-    batch_size=32,
-    num_workers=2,
-    persistent_workers=True,
-    dataset=dict(data_root=data_root, metainfo=dict(classes=shape_classes), pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    dataset=dict(data_root=data_root, metainfo=dict(classes=shape_classes), pipeline=test_pipeline))
+# Data: ../_base_/datasets/shapes_imagenet.py (shared by every family's classification twin).
+train_pipeline = {{_base_.shapes_cls_train_pipeline}}
+test_pipeline = {{_base_.shapes_cls_test_pipeline}}
+train_dataloader = {{_base_.shapes_cls_train_dataloader}}
+val_dataloader = {{_base_.shapes_cls_val_dataloader}}
 test_dataloader = val_dataloader
-val_evaluator = dict(type='Accuracy', topk=(1, ))
+val_evaluator = {{_base_.shapes_cls_val_evaluator}}
 test_evaluator = val_evaluator
 
 max_epochs = 20

@@ -7,10 +7,9 @@
 # about 0.4-0.5.
 # Windows: 128 px / patch 16 gives an 8x8 grid. 3x3 windows pad it to 9x9, so the padding path runs, and blocks 1
 # and 3 are global.
-_base_ = ['./vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py']
+_base_ = ['./vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py', '../_base_/datasets/shapes_coco.py']
 
-classes = ('circle', 'cross', 'square', 'triangle')
-data_root = 'data/shapes/coco/'
+data_root = {{_base_.shapes_det_data_root}}
 image_size = (128, 128)
 width = 64
 
@@ -31,43 +30,20 @@ model = dict(
         bbox_roi_extractor=dict(out_channels=width),
         # a narrow 4-conv bbox head: it is most of the CPU time at this size
         bbox_head=dict(in_channels=width, conv_out_channels=width // 2, fc_out_channels=128,
-                       num_classes=len(classes)),
+                       num_classes={{_base_.shapes_det_num_classes}}),
         mask_roi_extractor=dict(out_channels=width),
-        mask_head=dict(in_channels=width, conv_out_channels=width, num_classes=len(classes))),
+        mask_head=dict(in_channels=width, conv_out_channels=width, num_classes={{_base_.shapes_det_num_classes}})),
     train_cfg=dict(rpn=dict(sampler=dict(num=64)), rpn_proposal=dict(nms_pre=300, max_per_img=100),
                    rcnn=dict(sampler=dict(num=64))),
     test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackDetInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=image_size, keep_ratio=True),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
-]
-train_dataloader = dict(
-    batch_size=4,
-    num_workers=2,
-    dataset=dict(
-        _delete_=True,
-        type='CocoDataset',
-        data_root=data_root,
-        metainfo=dict(classes=classes),
-        ann_file='annotations/instances_train2017.json',
-        data_prefix=dict(img='train2017/'),
-        filter_cfg=dict(filter_empty_gt=True, min_size=8),
-        pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=4,
-    num_workers=2,
-    dataset=dict(data_root=data_root, metainfo=dict(classes=classes), pipeline=test_pipeline))
+# Data: ../_base_/datasets/shapes_coco.py (shared by every family's detection twin).
+train_pipeline = {{_base_.shapes_det_train_pipeline}}
+test_pipeline = {{_base_.shapes_det_test_pipeline}}
+train_dataloader = {{_base_.shapes_det_train_dataloader}}
+val_dataloader = {{_base_.shapes_det_val_dataloader}}
 test_dataloader = val_dataloader
-val_evaluator = dict(ann_file=data_root + 'annotations/instances_val2017.json')
+val_evaluator = {{_base_.shapes_det_val_evaluator}}
 test_evaluator = val_evaluator
 
 # 12 epochs of 64 images at 4 per step = 12 * 16 = 192 iterations; lr x 0.1 after epoch 10 (iteration 160).

@@ -30,7 +30,7 @@ from mmengine.model import is_model_wrapper
 from mmengine.utils import to_2tuple
 from torch import Tensor, nn
 
-from mmcausal.models.layers import ROPE_MODES, check_rope_mode
+from mmcausal.models.layers import ROPE_MODES, RopeConfigError, check_rope_mode
 from mmcausal.models.layers.rope import check_as2d_scaling
 
 RESIZE_TYPES = ('Resize', 'ResizeEdge')
@@ -229,18 +229,18 @@ def rope_settings(backbone: nn.Module, rope_mode: str, anchor: Optional[Union[in
     """Temporarily set ``backbone.rope_mode`` (and the AS2DRoPE ``rope_anchor`` in tokens and
     ``as2d_scaling``, if given)."""
     check_rope_mode(rope_mode)
-    if rope_mode == '1d' and getattr(backbone, 'window_size', 0):
-        raise ResolutionEvalError('rope mode "1d" cannot drive windowed attention (window_size > 0); '
-                                  'evaluate this backbone with "2d" / "as2d" only.')
     if as2d_scaling is not None and not hasattr(backbone, 'as2d_scaling'):
         raise ResolutionEvalError(f'{type(backbone).__name__} has no `as2d_scaling` to switch.')
     saved = backbone.rope_mode, backbone.rope_anchor, getattr(backbone, 'as2d_scaling', None)
-    backbone.rope_mode = rope_mode
-    if anchor is not None:
-        backbone.rope_anchor = to_2tuple(anchor)
-    if as2d_scaling is not None:
-        backbone.as2d_scaling = as2d_scaling
     try:
+        try:
+            backbone.rope_mode = rope_mode
+            if anchor is not None:
+                backbone.rope_anchor = to_2tuple(anchor)
+            if as2d_scaling is not None:
+                backbone.as2d_scaling = as2d_scaling
+        except RopeConfigError as error:  # e.g. '1d' positions cannot drive windowed attention
+            raise ResolutionEvalError(f'{error} Evaluate this backbone with other --rope-modes.') from error
         yield backbone
     finally:
         backbone.rope_mode, backbone.rope_anchor = saved[:2]

@@ -1,15 +1,23 @@
-"""Conventions every plain (single-scale) mmcausal backbone shares with mmpretrain's ``VisionTransformer``:
-arch lookup, ``out_indices`` / ``out_type`` outputs, ``frozen_stages`` and layer ids for lr decay."""
+"""The bases every mmcausal backbone builds on, with mmpretrain's conventions (arch lookup, ``out_indices`` /
+``out_type`` outputs, ``frozen_stages``, layer ids for lr decay, ``with_cp``) implemented once:
+
+* :class:`PlainBackbone`: one token grid, a stem and a stack of blocks (iLLaMA, VisionLLaMA, De-focus, CaiT);
+* :class:`PyramidBackbone`: stages of patch embedding + blocks + optional norm at falling resolution (Twins-style
+  Pyramid VisionLLaMA), ``out_indices`` over stages.
+"""
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
+from mmengine.utils import to_2tuple
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
-from ..layers import split_cls_token
+from ..layers import TokenLayout, split_cls_token
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
 
@@ -49,19 +57,94 @@ def check_image_batch(x: Tensor, in_channels: int) -> None:
                               'image files and the pipeline\'s resize / crop sizes.')
 
 
-class PlainBackbone(BaseBackbone):
+def default_init_cfg() -> List[dict]:
+    """Linear layers ~ TruncNormal(0.02) with zero bias (ViT/DeiT/LLaMA); norms keep their 1/0 defaults."""
+    return [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)]
+
+
+class BlockStackMixin:
+    """What every block-stacking backbone shares: gradient checkpointing (``with_cp``) of each block and a
+    runtime ``drop_path_rate`` spread linearly over :meth:`blocks` (a scheduled-drop-path hook sets it)."""
+    with_cp: bool = False
+    _drop_path_rate: float = 0.
+
+    def __init__(self, init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
+        super().__init__(init_cfg=default_init_cfg() if init_cfg is None else init_cfg)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self._freeze_stages()
+        return self
+
+    @staticmethod
+    def _freeze(modules: Sequence[nn.Module]) -> None:
+        """Eval mode and no gradients for ``modules`` (kept so by :meth:`train`)."""
+        for module in modules:
+            module.eval()
+            for param in module.parameters():
+                param.requires_grad = False
+
+    @staticmethod
+    def _normalise_indices(out_indices: Union[int, Sequence[int]], count: int, unit: str) -> List[int]:
+        """``out_indices`` (negative allowed) as indices in ``[0, count)``, or a clear error."""
+        indices = [out_indices] if isinstance(out_indices, int) else list(out_indices)
+        normalised = [i + count if i < 0 else i for i in indices]
+        bad = [i for i, n in zip(indices, normalised) if not 0 <= n < count]
+        if bad:
+            raise BackboneConfigError(f'out_indices {bad} out of range for {count} {unit}.')
+        return normalised
+
+    def blocks(self) -> List[nn.Module]:
+        """Every :class:`~mmcausal.models.layers.TransformerBlock`, first to last."""
+        raise NotImplementedError
+
+    @property
+    def drop_path_rate(self) -> float:
+        """Stochastic depth of the last block; block ``i`` of ``L`` gets ``rate * i / (L - 1)``."""
+        return self._drop_path_rate
+
+    @drop_path_rate.setter
+    def drop_path_rate(self, rate: float) -> None:
+        if not 0. <= rate < 1.:
+            raise BackboneConfigError(f'drop_path_rate must be in [0, 1), got {rate}.')
+        blocks = self.blocks()
+        for block, block_rate in zip(blocks, linear_drop_path_rates(rate, len(blocks))):
+            block.drop_path_rate = block_rate
+        self._drop_path_rate = float(rate)
+
+    def _run_block(self, block: nn.Module, tokens: Tensor, layout: TokenLayout) -> Tensor:
+        """``block(tokens, layout)``; with ``with_cp`` (training, grad-enabled) its activations are not stored
+        but recomputed in the backward pass (non-reentrant ``torch.utils.checkpoint``; same gradients)."""
+        if self.with_cp and self.training and tokens.requires_grad:
+            return checkpoint(block, tokens, layout, use_reentrant=False)
+        return block(tokens, layout)
+
+
+class PlainBackbone(BlockStackMixin, BaseBackbone):
     """Base of the plain backbones: a stem (``patch_embed``, ``cls_token``, ``pos_embed``), ``layers`` and ``norm``.
 
-    Subclasses set ``embed_dims``, ``num_layers``, ``patch_embed``, ``layers``, ``norm``, ``pool_norm`` and
-    ``cls_position`` (``'first'``, ``'last'`` or ``None`` without a class token) and call
-    :meth:`_set_outputs` / :meth:`_freeze_stages` in ``__init__``.
+    Subclasses set ``embed_dims``, ``num_layers``, ``patch_embed`` (:meth:`_build_patch_embed`), ``layers``,
+    ``norm``, ``pool_norm`` and ``cls_position`` (``'first'``, ``'last'`` or ``None`` without a class token), call
+    :meth:`_set_outputs` / :meth:`_freeze_stages` in ``__init__`` and run the blocks with :meth:`run_layers`.
 
     Output types: ``'raw'`` all tokens ``(B, N(+1), D)`` in sequence order; ``'cls_token'`` ``(B, D)``;
     ``'featmap'`` ``(B, D, H, W)`` without the class token; ``'avg_featmap'`` ``pool_norm(mean of patches)``.
     """
     stem_parameters = ('cls_token', 'pos_embed')
     cls_position: Optional[str] = None
-    with_cp: bool = False  # gradient checkpointing of every block (see :meth:`_run_block`)
+
+    def blocks(self) -> List[nn.Module]:
+        return list(self.layers)
+
+    def _build_patch_embed(self, in_channels: int, patch_size: int, img_size: Union[int, Sequence[int]]) -> None:
+        """``patch_embed``: a ``patch_size`` conv (mmcv ``PatchEmbed``) that zero-pads any input at the
+        bottom/right to a multiple of the patch size; ``patch_resolution`` is its grid at ``img_size``."""
+        self.in_channels = in_channels
+        self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
+                                      kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
+                                      input_size=to_2tuple(img_size))
+        self.patch_resolution = self.patch_embed.init_out_size
+
 
     def _set_outputs(self, out_indices: Union[int, Sequence[int]], out_type: str, final_norm: bool,
                      frozen_stages: int) -> None:
@@ -69,12 +152,7 @@ class PlainBackbone(BaseBackbone):
         if out_type == 'cls_token' and self.cls_position is None:
             raise BackboneConfigError('out_type="cls_token" needs a class token; set with_cls_token=True or use '
                                       'out_type="avg_featmap".')
-        indices = [out_indices] if isinstance(out_indices, int) else list(out_indices)
-        normalised = [i + self.num_layers if i < 0 else i for i in indices]
-        bad = [i for i, n in zip(indices, normalised) if not 0 <= n < self.num_layers]
-        if bad:
-            raise BackboneConfigError(f'out_indices {bad} out of range for {self.num_layers} blocks.')
-        self.out_indices = normalised
+        self.out_indices = self._normalise_indices(out_indices, self.num_layers, 'blocks')
         self.out_type = out_type
         self.final_norm = final_norm
         self.frozen_stages = frozen_stages
@@ -105,41 +183,33 @@ class PlainBackbone(BaseBackbone):
             param = getattr(self, name, None)
             if isinstance(param, nn.Parameter):
                 param.requires_grad = False
-        for module in frozen:
-            module.eval()
-            for param in module.parameters():
-                param.requires_grad = False
+        self._freeze(frozen)
 
-    def train(self, mode: bool = True) -> 'PlainBackbone':
-        super().train(mode)
-        self._freeze_stages()
-        return self
+    def run_layers(self, tokens: Tensor, layout: TokenLayout) -> Tuple[Tensor, ...]:
+        """Run every block on the ``(B, N(+1), D)`` tokens; the final norm follows the last block, and the output
+        of each block in ``out_indices`` is formatted as ``out_type``."""
+        outs: List[Tensor] = []
+        for i, layer in enumerate(self.layers):
+            tokens = self._run_block(layer, tokens, layout)
+            if i == self.num_layers - 1:
+                tokens = self.norm(tokens)
+            if i in self.out_indices:
+                outs.append(self._format_output(tokens, layout))
+        return tuple(outs)
 
-    def _run_block(self, block: nn.Module, tokens: Tensor, *args) -> Tensor:
-        """``block(tokens, *args)``; with ``with_cp`` (training, grad-enabled) its activations are not stored
-        but recomputed in the backward pass (non-reentrant ``torch.utils.checkpoint``; same gradients)."""
-        if self.with_cp and self.training and tokens.requires_grad:
-            return checkpoint(block, tokens, *args, use_reentrant=False)
-        return block(tokens, *args)
-
-    def _after_layer(self, index: int, tokens: Tensor, grid: Tuple[int, int], outs: List[Tensor]) -> Tensor:
-        """Apply the final norm after the last block and collect the output of block ``index`` if requested."""
-        if index == self.num_layers - 1:
-            tokens = self.norm(tokens)
-        if index in self.out_indices:
-            outs.append(self._format_output(tokens, grid))
-        return tokens
-
-    def _format_output(self, tokens: Tensor, grid: Tuple[int, int]) -> Tensor:
-        """Turn the ``(B, N(+1), D)`` tokens of one block into the configured ``out_type``."""
+    def _format_output(self, tokens: Tensor, layout: TokenLayout) -> Tensor:
+        """Turn the ``(B, N(+1), D)`` tokens of one block into the configured ``out_type`` (patches back in
+        raster order when the layout reordered them)."""
         if self.out_type == 'raw':
             return tokens
-        patches, cls = split_cls_token(tokens, self.cls_position)
+        patches, cls = split_cls_token(tokens, layout.cls_position)
         if self.out_type == 'cls_token':
             return cls
         if self.out_type == 'avg_featmap':
             return self.pool_norm(patches.mean(dim=1))
-        return patches.transpose(1, 2).reshape(tokens.shape[0], self.embed_dims, *grid)
+        if layout.order is not None:
+            patches = patches[:, layout.order.argsort()]
+        return patches.transpose(1, 2).reshape(tokens.shape[0], self.embed_dims, *layout.grid)
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay: stem 0, block ``i`` -> ``i + 1``, rest ``L + 1``."""
@@ -152,6 +222,89 @@ class PlainBackbone(BaseBackbone):
         if name.startswith('layers.'):
             return int(name.split('.')[1]) + 1, num_layers
         return num_layers - 1, num_layers
+
+
+class PyramidStage(BaseModule):
+    """One stage of a :class:`PyramidBackbone`: ``patch_embed`` (``(B, C, H, W) -> (B, h*w, D), (h, w)``, e.g. mmcv
+    ``PatchEmbed`` with its norm), ``blocks`` and ``norm`` (``nn.Identity`` without ``norm_after_stage``)."""
+
+    def __init__(self, patch_embed: nn.Module, blocks: Sequence[nn.Module], norm: Optional[nn.Module] = None) -> None:
+        super().__init__()
+        self.patch_embed = patch_embed
+        self.blocks = nn.ModuleList(blocks)
+        self.norm = norm if norm is not None else nn.Identity()
+
+
+class PyramidBackbone(BlockStackMixin, BaseBackbone):
+    """Base of the stage-based backbones: ``stages`` (:class:`PyramidStage`), an optional final ``norm`` and
+    ``pool_norm`` after the last stage.
+
+    Each stage embeds the previous feature map, runs its blocks with the :class:`TokenLayout` that
+    :meth:`stage_layout` builds for its grid, applies its norm and becomes the ``(B, D_s, H_s, W_s)`` map of the
+    next stage. Subclasses set ``in_channels``, ``stages``, ``norm``, ``pool_norm`` and call :meth:`_set_outputs` /
+    :meth:`_freeze_stages` in ``__init__``.
+
+    Output types: ``'featmap'`` the map of every stage in ``out_indices`` (dense prediction); ``'avg_featmap'``
+    ``pool_norm(mean of norm(tokens))`` of those stages (classification; the final ``norm`` applies to the last
+    stage only).
+    """
+    out_types = ('featmap', 'avg_featmap')
+
+    def stage_layout(self, index: int, grid: Tuple[int, int], tokens: Tensor) -> TokenLayout:
+        """The position context of stage ``index`` at grid ``(H, W)`` (e.g. its own RoPE policy)."""
+        raise NotImplementedError
+
+    def blocks(self) -> List[nn.Module]:
+        return [block for stage in self.stages for block in stage.blocks]
+
+    def _set_outputs(self, out_indices: Union[int, Sequence[int]], out_type: str, frozen_stages: int) -> None:
+        check_choice('out_type', out_type, self.out_types, BackboneConfigError)
+        self.out_indices = sorted(self._normalise_indices(out_indices, len(self.stages), 'stages'))
+        self.out_type = out_type
+        self.frozen_stages = frozen_stages
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """``(B, C, H, W)`` images -> one output per stage in ``out_indices`` (see ``out_type``)."""
+        check_image_batch(x, self.in_channels)
+        outs: List[Tensor] = []
+        for index, stage in enumerate(self.stages):
+            tokens, grid = stage.patch_embed(x)
+            layout = self.stage_layout(index, grid, tokens)
+            for block in stage.blocks:
+                tokens = self._run_block(block, tokens, layout)
+            tokens = stage.norm(tokens)
+            if index == len(self.stages) - 1:
+                tokens = self.norm(tokens)
+            x = tokens.transpose(1, 2).reshape(tokens.shape[0], tokens.shape[2], *grid)
+            if index in self.out_indices:
+                outs.append(x if self.out_type == 'featmap' else self.pool_norm(tokens.mean(dim=1)))
+        return tuple(outs)
+
+    def _freeze_stages(self) -> None:
+        """``frozen_stages = k >= 0``: freeze the first patch embedding and the whole first ``k`` stages (and the
+        final norms when every stage is frozen)."""
+        if self.frozen_stages < 0:
+            return
+        frozen = [self.stages[0].patch_embed, *self.stages[:self.frozen_stages]]
+        if self.frozen_stages >= len(self.stages):
+            frozen += [self.norm, self.pool_norm]
+        self._freeze(frozen)
+
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
+        """Layer id for layer-wise lr decay, counting blocks across stages: the first patch embedding 0, block
+        ``j`` of stage ``s`` -> ``1 + (blocks before stage s) + j``, a later patch embedding the id of its
+        stage's first block, a stage norm the id of its last block, everything else ``L + 1``."""
+        depths = [len(stage.blocks) for stage in self.stages]
+        num_layers = sum(depths) + 2
+        if not param_name.startswith(prefix + 'stages.'):
+            return num_layers - 1, num_layers
+        stage, part, *rest = param_name[len(prefix + 'stages.'):].split('.')
+        first = 1 + sum(depths[:int(stage)])
+        if part == 'patch_embed':
+            return (0 if stage == '0' else first), num_layers
+        if part == 'blocks':
+            return first + int(rest[0]), num_layers
+        return first + depths[int(stage)] - 1, num_layers
 
 
 def linear_drop_path_rates(drop_path_rate: float, num_layers: int) -> List[float]:

@@ -7,22 +7,25 @@ position embedding over all ``N + 1`` tokens (cls row last), RoPE on q/k with po
 (Eq. 2) mixes causal and bidirectional attention with the runtime rate ``soft_mask_rate``.
 """
 import warnings
+from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
-from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from ..layers import (
-    RotaryEmbedding1D,
+    GridRoPE,
+    SelfAttention,
+    SwiGLUFFN,
+    TokenLayout,
     TransformerBlock,
     build_norm_layer,
     insert_cls_token,
     resize_pos_embed,
     swiglu_hidden_dims,
 )
-from .base import PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
+from .base import PlainBackbone, check_image_batch, resolve_arch
 
 MASK_MODE_KEY = 'mask_mode'  # state-dict entry (under the backbone's prefix) recording the attention mask mode
 
@@ -90,22 +93,14 @@ class ILLaMA(PlainBackbone):
                  frozen_stages: int = -1,
                  with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
-        if init_cfg is None:
-            init_cfg = [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)]
         super().__init__(init_cfg=init_cfg)
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
-        ffn_hidden_dims = setting.get('ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims))
         self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
-        self.in_channels = in_channels
         norm_cfg = norm_cfg or dict(type='RMSNorm', eps=1e-6)
 
-        img_size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
-        self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
-                                      kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
-                                      input_size=img_size)
-        self.patch_resolution = self.patch_embed.init_out_size
+        self._build_patch_embed(in_channels, patch_size, img_size)
         num_patches = self.patch_resolution[0] * self.patch_resolution[1]
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, self.embed_dims))
@@ -113,13 +108,15 @@ class ILLaMA(PlainBackbone):
         self._register_state_dict_hook(self._record_mask_mode)
         self._register_load_state_dict_pre_hook(self._check_loaded_mask_mode)
         self.pos_drop = nn.Dropout(drop_rate)
-        self.rope = RotaryEmbedding1D(self.embed_dims // setting['num_heads'], theta=rope_theta)
+        self.rope = GridRoPE(self.embed_dims // setting['num_heads'], mode='1d', theta=rope_theta)
 
-        drop_path_rates = linear_drop_path_rates(drop_path_rate, self.num_layers)
+        mixer = partial(SelfAttention, num_heads=setting['num_heads'], qkv_bias=qkv_bias, mask_mode=mask_mode)
+        ffn = partial(SwiGLUFFN, feedforward_channels=setting.get('ffn_hidden_dims',
+                                                                  swiglu_hidden_dims(self.embed_dims)),
+                      bias=False, add_identity=False)
         self.layers = nn.ModuleList(
-            TransformerBlock(self.embed_dims, setting['num_heads'], ffn_hidden_dims, mask_mode=mask_mode,
-                             qkv_bias=qkv_bias, proj_bias=True, ffn_bias=False, norm_cfg=norm_cfg,
-                             drop_path_rate=rate) for rate in drop_path_rates)
+            TransformerBlock(self.embed_dims, mixer, ffn, norm_cfg=norm_cfg) for _ in range(self.num_layers))
+        self.drop_path_rate = drop_path_rate
         self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
         self.pool_norm = nn.Identity()
         self.soft_mask_rate = soft_mask_rate
@@ -183,9 +180,6 @@ class ILLaMA(PlainBackbone):
         tokens = insert_cls_token(patches, self.cls_token, self.cls_position)
         pos_embed = resize_pos_embed(self.pos_embed, self.patch_resolution, grid, cls_position=self.cls_position)
         tokens = self.pos_drop(tokens + pos_embed)
-        rope_angles = self.rope(torch.arange(tokens.shape[1], device=x.device))
-
-        outs = []
-        for i, layer in enumerate(self.layers):
-            tokens = self._after_layer(i, self._run_block(layer, tokens, rope_angles), grid, outs)
-        return tuple(outs)
+        layout = TokenLayout(grid, self.cls_position, self.rope.sequence_angles(grid, self.cls_position, x.device),
+                             self.rope)
+        return self.run_layers(tokens, layout)

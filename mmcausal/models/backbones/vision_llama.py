@@ -21,28 +21,26 @@ drop path. ``official_deit`` is the supervised timm model (notes §2.1; no weigh
 is always stored fused (``ffn.w12 = [gate; up]``); converters fuse split official layouts.
 """
 import warnings
+from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
-from mmcv.cnn.bricks.transformer import PatchEmbed
-from mmengine.utils import to_2tuple
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from mmcausal.utils.validation import check_choice
 from ..layers import (
-    RotaryEmbedding1D,
-    RotaryEmbedding2D,
+    GridRoPE,
+    SelfAttention,
+    SwiGLUFFN,
+    TokenLayout,
     TransformerBlock,
-    auto_scale,
+    WindowedAttention,
     build_norm_layer,
-    check_rope_mode,
-    grid_positions,
     insert_cls_token,
     swiglu_hidden_dims,
 )
-from ..layers.rope import check_as2d_scaling
-from .base import BackboneConfigError, PlainBackbone, check_image_batch, linear_drop_path_rates, resolve_arch
+from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
 
 LAYOUTS = {
     'clean': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=0., ffn_drop_path=True, cls_rope='identity'),
@@ -51,7 +49,6 @@ LAYOUTS = {
     'official_deit': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=1e-4, ffn_drop_path=True,
                           cls_rope='legacy_trunc'),
 }
-CLS_ROPE_MODES = ('identity', 'legacy_trunc', 'legacy_floor')
 PRETRAIN_SIZE = 224  # px; the default AS2DRoPE anchor is its grid (14 tokens at patch 16, official s = 224 / H_px)
 
 
@@ -129,8 +126,6 @@ class VisionLLaMA(PlainBackbone):
                  ffn_drop_path: Optional[bool] = None,
                  cls_rope: Optional[str] = None,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
-        if init_cfg is None:
-            init_cfg = [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)]
         super().__init__(init_cfg=init_cfg)
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
         options = self._resolve_layout(layout, ffn_ratio=ffn_ratio, ffn_bias=ffn_bias, cls_rope=cls_rope,
@@ -139,36 +134,34 @@ class VisionLLaMA(PlainBackbone):
         self.num_layers = setting['num_layers']
         self.cls_position = 'first' if with_cls_token else None
         self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
-        self.in_channels = in_channels
         self.with_cp = with_cp
-        self.cls_rope = options['cls_rope']
         self.window_size = window_size
-        self.rope_mode = rope_mode
         self.global_blocks = self._check_global_blocks(global_blocks, window_size, with_cls_token)
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
 
-        self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
-                                      kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
-                                      input_size=to_2tuple(img_size))
-        self.patch_resolution = self.patch_embed.init_out_size
+        self._build_patch_embed(in_channels, patch_size, img_size)
         default_anchor = max(PRETRAIN_SIZE // patch_size, 1)
-        self.rope_anchor = rope_anchor if rope_anchor is not None else default_anchor
-        self.as2d_scaling = as2d_scaling
+        self.rope = GridRoPE(self.embed_dims // setting['num_heads'], mode=rope_mode,
+                             anchor=rope_anchor if rope_anchor is not None else default_anchor,
+                             as2d_scaling=as2d_scaling, cls_rope=options['cls_rope'], theta=rope_theta,
+                             requires_2d=bool(window_size))
         self._warn_dense_anchor(default_anchor, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
-        head_dim = self.embed_dims // setting['num_heads']
-        self.rope_2d = RotaryEmbedding2D(head_dim, theta=rope_theta)
-        self.rope_1d = RotaryEmbedding1D(head_dim, theta=rope_theta)
 
-        ffn_hidden_dims = setting.get('ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims, options['ffn_ratio']))
+        attention = dict(num_heads=setting['num_heads'], qkv_bias=qkv_bias, mask_mode='bidirectional')
+        global_mixer = partial(SelfAttention, **attention)
+        window_mixer = partial(WindowedAttention, window_size=window_size, mask_padding=mask_window_padding,
+                               **attention)
+        ffn = partial(SwiGLUFFN, feedforward_channels=setting.get(
+            'ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims, options['ffn_ratio'])),
+            bias=options['ffn_bias'], add_identity=False)
         self.layers = nn.ModuleList(
-            TransformerBlock(self.embed_dims, setting['num_heads'], ffn_hidden_dims, mask_mode='bidirectional',
-                             qkv_bias=qkv_bias, proj_bias=True, ffn_bias=options['ffn_bias'], norm_cfg=norm_cfg,
-                             drop_path_rate=rate, layer_scale_init_value=options['layer_scale_init_value'],
-                             ffn_drop_path=options['ffn_drop_path'],
-                             window_size=0 if i in self.global_blocks else window_size,
-                             mask_window_padding=mask_window_padding)
-            for i, rate in enumerate(linear_drop_path_rates(drop_path_rate, self.num_layers)))
+            TransformerBlock(self.embed_dims, global_mixer if i in self.global_blocks or not window_size
+                             else window_mixer, ffn, norm_cfg=norm_cfg,
+                             layer_scale_init_value=options['layer_scale_init_value'],
+                             ffn_drop_path=options['ffn_drop_path'])
+            for i in range(self.num_layers))
+        self.drop_path_rate = drop_path_rate
         self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
         self.pool_norm = build_norm_layer(norm_cfg, self.embed_dims) if out_type == 'avg_featmap' else nn.Identity()
         self._freeze_stages()
@@ -177,7 +170,6 @@ class VisionLLaMA(PlainBackbone):
     def _resolve_layout(layout: str, **overrides) -> dict:
         options = dict(LAYOUTS[check_choice('VisionLLaMA layout', layout, LAYOUTS, BackboneConfigError)])
         options.update({key: value for key, value in overrides.items() if value is not None})
-        check_choice('cls_rope', options['cls_rope'], CLS_ROPE_MODES, BackboneConfigError)
         return options
 
     def _check_global_blocks(self, global_blocks: Sequence[int], window_size: int, with_cls: bool) -> Tuple[int, ...]:
@@ -202,94 +194,42 @@ class VisionLLaMA(PlainBackbone):
                 f'were pre-trained on (e.g. {default} for {PRETRAIN_SIZE} px at patch {patch_size}); keep it only '
                 'if they were pre-trained at this grid.', UserWarning, stacklevel=3)
 
+    # ------------------------------------------------------------------ RoPE policy (owned by ``self.rope``)
     @property
     def rope_mode(self) -> str:
-        """``'as2d' | '2d' | '1d'``; may be switched at run time (it only changes the angle tables)."""
-        return self._rope_mode
+        """``'as2d' | '2d' | '1d'``; switchable at run time (see :class:`~mmcausal.models.layers.GridRoPE`)."""
+        return self.rope.mode
 
     @rope_mode.setter
     def rope_mode(self, rope_mode: str) -> None:
-        check_rope_mode(rope_mode)
-        if self.window_size and rope_mode == '1d':
-            raise BackboneConfigError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
-        self._rope_mode = rope_mode
+        self.rope.mode = rope_mode
 
     @property
     def rope_anchor(self) -> Tuple[int, int]:
         """AS2DRoPE anchor grid ``(B_h, B_w)`` in tokens."""
-        return self._rope_anchor
+        return self.rope.anchor
 
     @rope_anchor.setter
     def rope_anchor(self, anchor: Union[int, Sequence[int]]) -> None:
-        anchor = tuple(int(side) for side in to_2tuple(anchor))
-        if len(anchor) != 2 or min(anchor) <= 0:
-            raise BackboneConfigError(f'rope_anchor must be a positive int or (H, W) pair (tokens per side), '
-                                      f'got {anchor}.')
-        self._rope_anchor = anchor
+        self.rope.anchor = anchor
 
-    # ----------------------------------------------------------------- positions
     @property
     def as2d_scaling(self) -> str:
-        """``'isotropic' | 'per_axis'``: how AS2DRoPE scales a grid onto the anchor; switchable at run time."""
-        return self._as2d_scaling
+        """``'isotropic' | 'per_axis'``: how AS2DRoPE scales a grid onto the anchor."""
+        return self.rope.as2d_scaling
 
     @as2d_scaling.setter
     def as2d_scaling(self, scaling: str) -> None:
-        self._as2d_scaling = check_as2d_scaling(scaling)
+        self.rope.as2d_scaling = scaling
 
-    def rope_scale(self, grid: Tuple[int, int]) -> Tuple[float, float]:
-        """Position scale ``(s_y, s_x)`` of a ``(H, W)`` grid: AS2DRoPE (``as2d_scaling``), else ``(1, 1)``."""
-        return auto_scale(grid, self.rope_anchor, self.as2d_scaling) if self.rope_mode == 'as2d' else (1., 1.)
+    def token_layout(self, grid: Tuple[int, int], device: torch.device) -> TokenLayout:
+        """The position context of the full sequence on a ``(H, W)`` patch grid."""
+        return TokenLayout(grid, self.cls_position, self.rope.sequence_angles(grid, self.cls_position, device),
+                           self.rope)
 
-    def patch_positions(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
-        """RoPE positions of the patch tokens: ``(H*W, 2)`` scaled ``(y, x)``, or ``(H*W,)`` for ``'1d'``."""
-        num_patches = grid[0] * grid[1]
-        if self.rope_mode == '1d':
-            first = 1 if self.cls_position else 0
-            return torch.arange(first, first + num_patches, device=device, dtype=torch.float32)
-        return grid_positions(grid, self.rope_scale(grid), device=device)
-
-    def cls_token_position(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
-        """RoPE position of the class token: ``(1, 2)`` (``(1,)`` for ``'1d'``, where it is index 0)."""
-        if self.rope_mode == '1d':
-            return torch.zeros(1, device=device)
-        if self.cls_rope == 'identity':
-            return torch.zeros(1, 2, device=device)
-        row = 0. if self.cls_rope == 'legacy_trunc' else -1.
-        scale_y, scale_x = self.rope_scale(grid)
-        return torch.tensor([[row * scale_y, (grid[1] - 1) * scale_x]], device=device)
-
-    def rope_angles(self, positions: Tensor) -> Tensor:
-        """Positions from :meth:`patch_positions` (optionally gathered / batched) -> RoPE angles ``(..., hd/2)``."""
-        return self.rope_1d(positions) if self.rope_mode == '1d' else self.rope_2d(positions)
-
-    def sequence_angles(self, grid: Tuple[int, int], device: Optional[torch.device] = None) -> Tensor:
-        """Angles of the whole sequence ``(N(+1), hd/2)`` for global blocks; recomputed for every grid."""
-        positions = self.patch_positions(grid, device)
-        if self.cls_position:
-            positions = torch.cat([self.cls_token_position(grid, device), positions])
-        return self.rope_angles(positions)
-
-    def window_angles(self, device: Optional[torch.device] = None) -> Optional[Tensor]:
-        """Window-local angles ``(ws*ws, hd/2)`` (integer positions ``0..ws-1``), or None without windows."""
-        if not self.window_size:
-            return None
-        return self.rope_2d(grid_positions((self.window_size, self.window_size), device=device))
-
-    # ----------------------------------------------------------------- forward
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
         check_image_batch(x, self.in_channels)
         patches, grid = self.patch_embed(x)
         tokens = insert_cls_token(patches, self.cls_token, 'first') if self.cls_position else patches
-        return self.run_layers(tokens, grid, self.sequence_angles(grid, x.device))
-
-    def run_layers(self, tokens: Tensor, grid: Tuple[int, int], angles: Tensor) -> Tuple[Tensor, ...]:
-        """Run every block on ``(B, N(+1), D)`` tokens; global blocks get ``angles``, windowed ones local ones."""
-        local_angles = self.window_angles(tokens.device)
-        outs: List[Tensor] = []
-        for i, layer in enumerate(self.layers):
-            layer_angles = local_angles if layer.window_size else angles
-            tokens = self._run_block(layer, tokens, layer_angles, grid)
-            tokens = self._after_layer(i, tokens, grid, outs)
-        return tuple(outs)
+        return self.run_layers(tokens, self.token_layout(grid, x.device))

@@ -19,9 +19,15 @@ Mask modes (``alpha`` = soft-mask rate, a runtime attribute driven by :class:`~m
     ``c_t = sum_{s<=t} softmax_t(s)``, a gate that depends on future tokens, so this mode is not strictly
     causal. The released iLLaMA weights were trained with it; it needs the full row normaliser, so for
     ``alpha < 1`` it runs the explicit O(B*heads*N^2) path.
+
+Every mode also adds an optional ``attn_bias`` to the logits (a boolean key mask or a float bias such as a
+learnable decay), still through SDPA. Analysis reads the weights through each mixer's :class:`AttentionProbe`
+under :func:`explicit_attention_mode`; nothing needs to patch a model.
 """
 import functools
-from typing import Optional
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Dict, Iterator, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +35,7 @@ from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
+from .context import TokenLayout
 from .rope import apply_rotary
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
@@ -59,44 +66,104 @@ def soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.device,
         return soft_causal_weights(num_tokens, alpha, device, dtype).log()
 
 
+_FORCE_EXPLICIT: ContextVar[bool] = ContextVar('mmcausal_explicit_attention', default=False)
+
+
+@contextmanager
+def explicit_attention_mode() -> Iterator[None]:
+    """Inside the block every attention with a probe takes the explicit path and passes its weights through
+    its :class:`AttentionProbe` (for analysis: attention maps, ranks). Outputs equal the fast paths'; memory is
+    O(B*heads*N^2), so use it for inspection, not training."""
+    token = _FORCE_EXPLICIT.set(True)
+    try:
+        yield
+    finally:
+        _FORCE_EXPLICIT.reset(token)
+
+
+class AttentionProbe(nn.Identity):
+    """Probe point of an attention mixer: under :func:`explicit_attention_mode` the ``(B, heads, Nq, Nk)``
+    weights that multiply ``v`` (after masking and normalisation) pass through it, so a forward hook reads them.
+    It has no parameters and adds no state-dict keys."""
+
+
+@contextmanager
+def record_attention(model: nn.Module) -> Iterator[Dict[str, List[Tensor]]]:
+    """Record the attention weights of every mixer of ``model`` during the forwards run inside the block.
+
+    Yields ``{probe name: [weights (B, heads, Nq, Nk) per call]}`` (names like ``'layers.0.attn.attn_probe'``),
+    filled as the model runs in :func:`explicit_attention_mode`; the hooks are removed on exit.
+    """
+    records: Dict[str, List[Tensor]] = {}
+    handles = [module.register_forward_hook(lambda _, __, weights, name=name: records.setdefault(name, [])
+                                            .append(weights.detach()))
+               for name, module in model.named_modules() if isinstance(module, AttentionProbe)]
+    try:
+        with explicit_attention_mode():
+            yield records
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def explicit_attention(q: Tensor, k: Tensor, v: Tensor, *, logit_bias: Optional[Tensor] = None,
-                       post_softmax_weights: Optional[Tensor] = None) -> Tensor:
+                       post_softmax_weights: Optional[Tensor] = None,
+                       probe: Optional[nn.Module] = None) -> Tensor:
     """Reference attention ``(softmax(q k^T / sqrt(d) + bias) * W) v`` on ``(B, heads, N, head_dim)`` inputs.
 
-    Materialises the ``(B, heads, N, N)`` score matrix: use it only where SDPA cannot express the math.
+    ``logit_bias`` is additive (float) or a boolean mask (True = attend). Materialises the
+    ``(B, heads, Nq, Nk)`` score matrix: use it only where SDPA cannot express the math, or to read the weights
+    (``probe`` receives them).
     """
     scores = (q * (q.shape[-1] ** -0.5)) @ k.transpose(-2, -1)
     if logit_bias is not None:
-        scores = scores + logit_bias
+        scores = scores.masked_fill(~logit_bias, float('-inf')) if logit_bias.dtype == torch.bool \
+            else scores + logit_bias
     weights = scores.softmax(dim=-1)
     if post_softmax_weights is not None:
         weights = weights * post_softmax_weights
+    if probe is not None:
+        weights = probe(weights)
     return weights @ v
 
 
+def merge_bias(bias: Tensor, attn_bias: Optional[Tensor]) -> Tensor:
+    """Add a float or boolean (True = attend) ``attn_bias`` to the float logit ``bias`` (broadcasting)."""
+    if attn_bias is None:
+        return bias
+    if attn_bias.dtype == torch.bool:
+        return bias.masked_fill(~attn_bias, float('-inf'))
+    return bias + attn_bias
+
+
 def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: float = 0.,
-                     key_mask: Optional[Tensor] = None) -> Tensor:
+                     attn_bias: Optional[Tensor] = None, probe: Optional[nn.Module] = None) -> Tensor:
     """Dispatch ``(B, heads, N, head_dim)`` q/k/v to the fastest path that implements ``mask_mode`` at ``alpha``.
 
-    ``key_mask`` (boolean, broadcastable to ``(B, heads, N, N)``, True = attend) hides keys such as window
-    padding; it is only defined for bidirectional attention.
+    ``attn_bias`` (broadcastable to ``(B, heads, Nq, Nk)``) is added to the logits in every mode: a float bias
+    (e.g. a learnable decay ``lambda_h (t - s)``) or a boolean mask (True = attend; window padding). Bidirectional
+    and causal attention with any bias stay on SDPA; only ``'official'`` at ``alpha < 1`` and
+    :func:`explicit_attention_mode` (with a ``probe``) take the explicit path.
     """
-    if key_mask is not None and mask_mode != 'bidirectional':
-        raise ValueError(f'A key mask (e.g. windowed attention) needs mask_mode="bidirectional", got {mask_mode!r}.')
+    explicit = probe is not None and _FORCE_EXPLICIT.get()
+    post_softmax_weights = None
     if mask_mode == 'bidirectional' or alpha >= 1.:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
-    num_tokens = q.shape[-2]
-    if mask_mode == 'causal':
-        if alpha <= 0.:
+        logit_bias = attn_bias
+    elif mask_mode == 'causal':
+        if alpha <= 0. and attn_bias is None and not explicit:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        bias = soft_causal_logit_bias(num_tokens, alpha, q.device, q.dtype)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
-    weights = soft_causal_weights(num_tokens, alpha, q.device, q.dtype)
-    return explicit_attention(q, k, v, post_softmax_weights=weights)
+        logit_bias = merge_bias(soft_causal_logit_bias(q.shape[-2], alpha, q.device, q.dtype), attn_bias)
+    else:
+        logit_bias = attn_bias
+        post_softmax_weights = soft_causal_weights(q.shape[-2], alpha, q.device, q.dtype)
+    if explicit or post_softmax_weights is not None:
+        return explicit_attention(q, k, v, logit_bias=logit_bias, post_softmax_weights=post_softmax_weights,
+                                  probe=probe if explicit else None)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=logit_bias)
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with optional RoPE on q/k and a masking mode.
+    """Multi-head self-attention with optional RoPE on q/k and a masking mode: the global token mixer.
 
     ``qkv`` rows are ordered ``[q | k | v]``, each split by head (the timm/iLLaMA layout).
 
@@ -109,6 +176,7 @@ class SelfAttention(nn.Module):
 
     Attributes:
         soft_mask_rate: ``alpha`` in ``[0, 1]``, set at runtime (by the backbone or a hook).
+        attn_probe: :class:`AttentionProbe` (read the weights under :func:`explicit_attention_mode`).
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True,
@@ -122,22 +190,29 @@ class SelfAttention(nn.Module):
         self.soft_mask_rate = 0.
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
+        self.attn_probe = AttentionProbe()
 
-    def forward(self, x: Tensor, rope_angles: Optional[Tensor] = None, key_mask: Optional[Tensor] = None) -> Tensor:
-        """``x`` ``(B, N, D)``, ``rope_angles`` ``(N, head_dim/2)`` or ``(B, N, head_dim/2)`` -> ``(B, N, D)``.
+    def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
+        """``x`` ``(B, N, D)`` -> ``(B, N, D)``, rotated by the layout's sequence angles (if any)."""
+        return self.attend(x, None if layout is None else layout.angles)
 
-        ``key_mask``: optional boolean ``(B, 1, 1, N)`` (True = attend), see :func:`masked_attention`.
+    def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None) -> Tensor:
+        """Attention over the ``N`` tokens of ``x`` ``(B, N, D)``.
+
+        Args:
+            rope_angles: ``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE.
+            attn_bias: optional float bias / boolean mask, see :func:`masked_attention`.
         """
         batch, num_tokens, embed_dims = x.shape
         q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if rope_angles is not None:
             q, k = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles)
-        out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, key_mask)
+        out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, attn_bias, probe=self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, mask_mode={self.mask_mode!r}'
 
 
-__all__ = ['MASK_MODES', 'SelfAttention', 'masked_attention', 'explicit_attention', 'soft_causal_weights',
-           'soft_causal_logit_bias']
+__all__ = ['MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
+           'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias']

@@ -12,6 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .attention import SelfAttention
+from .context import TokenLayout
+
 
 def window_partition(x: Tensor, grid_size: Tuple[int, int], window_size: int) -> Tuple[Tensor, Tuple[int, int]]:
     """``(B, H*W, C)`` tokens -> ``(B * nH * nW, ws * ws, C)`` windows and the padded grid ``(Hp, Wp)``."""
@@ -49,3 +52,40 @@ def window_key_mask(grid_size: Tuple[int, int], window_size: int, batch: int,
     valid[:height, :width] = True
     valid = window_partition(valid.view(1, -1, 1), grid_size=valid.shape, window_size=window_size)[0]
     return valid.view(-1, 1, 1, window_size * window_size).repeat(batch, 1, 1, 1)
+
+
+class WindowedAttention(SelfAttention):
+    """:class:`SelfAttention` inside non-overlapping ``ws x ws`` windows of the token grid (ViTDet; the pyramid's
+    locally-grouped attention, LSA). Same parameters as the global mixer, so the two are interchangeable per block.
+
+    RoPE uses window-local integer positions ``0..ws-1`` (:meth:`GridRoPE.window_angles`); the local table and
+    the padding key mask are built once per forward through the layout's memo.
+
+    Args:
+        window_size: tokens per window side.
+        mask_padding: hide the zero padding of overhanging windows from the keys (False = the official
+            ViTDet/VisionLLaMA behaviour, which attends to it).
+        Others: as :class:`SelfAttention`.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int, window_size: int, mask_padding: bool = True,
+                 **kwargs) -> None:
+        super().__init__(embed_dims, num_heads, **kwargs)
+        self.window_size = window_size
+        self.mask_padding = mask_padding
+
+    def forward(self, x: Tensor, layout: TokenLayout) -> Tensor:
+        """``x`` ``(B, H*W, D)`` in raster order of ``layout.grid`` -> ``(B, H*W, D)``."""
+        grid, size = layout.grid, self.window_size
+        if layout.num_patches != x.shape[1]:
+            raise ValueError(f'Windowed attention needs the (H, W) token grid of the {x.shape[1]} tokens, got '
+                             f'grid={grid} (a class token cannot be windowed).')
+        windows, padded = window_partition(x, grid, size)
+        angles = None if layout.rope is None else \
+            layout.memo(('window_angles', size), lambda: layout.rope.window_angles(size, x.device))
+        key_mask = layout.memo(('window_key_mask', size, x.shape[0]),
+                               lambda: window_key_mask(grid, size, x.shape[0], x.device)) if self.mask_padding else None
+        return window_unpartition(self.attend(windows, angles, key_mask), grid, padded, size)
+
+    def extra_repr(self) -> str:
+        return f'{super().extra_repr()}, window_size={self.window_size}, mask_padding={self.mask_padding}'

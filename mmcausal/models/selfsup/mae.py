@@ -13,6 +13,7 @@ from torch import Tensor
 from mmcausal.registry import MODELS
 from ..backbones.base import BackboneConfigError, check_image_batch
 from ..backbones.vision_llama import VisionLLaMA
+from ..layers import TokenLayout
 
 
 def random_masking(batch: int, num_tokens: int, mask_ratio: float,
@@ -72,13 +73,13 @@ class MAEVisionLLaMA(VisionLLaMA):
         ids_keep, token_mask, ids_restore = random_masking(patches.shape[0], patches.shape[1], self.mask_ratio,
                                                            x.device)
         kept = patches.gather(1, ids_keep.unsqueeze(-1).expand(-1, -1, patches.shape[-1]))
-        positions = self.patch_positions(grid, x.device)[ids_keep]  # (B, N_keep[, 2]): original grid cells
         cls_tokens = self.cls_token.expand(kept.shape[0], -1, -1)
+        # every kept patch keeps the RoPE position of its original grid cell: (B, [1 +] N_keep, hd/2) angles
+        cls_position = 'first' if self.cls_through_encoder else None
+        angles = self.rope.sequence_angles(grid, cls_position, x.device, keep=ids_keep)
+        layout = TokenLayout(grid, cls_position, angles, self.rope)
         if not self.cls_through_encoder:
-            latent = self.run_layers(kept, grid, self.rope_angles(positions))[-1]
+            latent = self.run_layers(kept, layout)[-1]
             return torch.cat([self.norm(cls_tokens), latent], dim=1), token_mask, ids_restore
-        cls_position = self.cls_token_position(grid, x.device).unsqueeze(0)
-        cls_position = cls_position.expand(positions.shape[0], 1, *positions.shape[2:])
-        angles = self.rope_angles(torch.cat([cls_position, positions], dim=1))
-        latent = self.run_layers(torch.cat([cls_tokens, kept], dim=1), grid, angles)[-1]
+        latent = self.run_layers(torch.cat([cls_tokens, kept], dim=1), layout)[-1]
         return latent, token_mask, ids_restore

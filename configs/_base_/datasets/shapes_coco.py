@@ -1,0 +1,51 @@
+# Shared data blocks of the tiny detection twins on the synthetic "shapes" data, COCO layout with polygon masks
+# (data/shapes/coco; generate it with `python tools/dataset_converters/make_shapes_datasets.py`): 128 px images,
+# 4 classes.
+#
+# How to use it. This file defines only prefixed helper variables (shapes_det_*), never the real keys (data_root,
+# train_dataloader, ...): a twin already inherits a full config that defines those, and mmengine refuses a key
+# that two bases of one config define ("Duplicate key is not allowed among bases"). A twin adds this file to its
+# `_base_` list and takes each block whole with `{{_base_.x}}`:
+#
+#   _base_ = ['./mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py', '../_base_/datasets/shapes_coco.py']
+#   data_root = {{_base_.shapes_det_data_root}}
+#   train_dataloader = {{_base_.shapes_det_train_dataloader}}
+#   val_evaluator = {{_base_.shapes_det_val_evaluator}}
+#
+# `{{_base_.x}}` is replaced by the value after the twin's file has run, so it must be a whole value: no
+# `len({{_base_.x}})` or `dict({{_base_.x}}, key=...)` (they would see a placeholder string). The blocks are
+# merged into the inherited ones: the training dataset replaces the full config's RepeatDataset wrapper
+# (`_delete_`), the validation dataset and the evaluator only override fields. mmengine pops `_delete_` from the
+# base value itself while merging, so take each block holding it (the training dataset or dataloader) once per
+# twin. A twin that needs another batch size builds its dataloader from the dataset block:
+# `train_dataloader = dict(batch_size=2, dataset={{_base_.shapes_det_train_dataset}})`.
+shapes_det_classes = ('circle', 'cross', 'square', 'triangle')
+shapes_det_num_classes = len(shapes_det_classes)
+shapes_det_data_root = 'data/shapes/coco/'
+
+shapes_det_train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackDetInputs'),
+]
+shapes_det_test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=(128, 128), keep_ratio=True),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+]
+shapes_det_train_dataset = dict(
+    _delete_=True,
+    type='CocoDataset',
+    data_root=shapes_det_data_root,
+    metainfo=dict(classes=shapes_det_classes),
+    ann_file='annotations/instances_train2017.json',
+    data_prefix=dict(img='train2017/'),
+    filter_cfg=dict(filter_empty_gt=True, min_size=8),
+    pipeline=shapes_det_train_pipeline)
+shapes_det_val_dataset = dict(data_root=shapes_det_data_root, metainfo=dict(classes=shapes_det_classes),
+                              pipeline=shapes_det_test_pipeline)
+shapes_det_train_dataloader = dict(batch_size=4, num_workers=2, dataset=shapes_det_train_dataset)
+shapes_det_val_dataloader = dict(batch_size=4, num_workers=2, dataset=shapes_det_val_dataset)
+shapes_det_val_evaluator = dict(ann_file=shapes_det_data_root + 'annotations/instances_val2017.json')

@@ -1,0 +1,43 @@
+"""The position context a backbone builds once per forward and hands to every block.
+
+Blocks and token mixers never recompute where tokens sit: a :class:`TokenLayout` carries the patch grid, the
+class-token position, the token order and the RoPE policy with the sequence's angle table, and memoises the
+tables that only some mixers derive from them (window-local angles, the window key mask, sub-sampled key
+angles), so each is built once per forward however many blocks use it.
+"""
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+
+from torch import Tensor
+
+from .rope import GridRoPE
+
+
+@dataclass(frozen=True)
+class TokenLayout:
+    """Where the ``(B, N(+1), D)`` tokens of one forward sit.
+
+    Attributes:
+        grid: ``(H, W)`` patch grid (``N = H * W``).
+        cls_position: ``'first' | 'last' | None`` (no class token in the sequence).
+        angles: RoPE angles of the sequence, ``(N(+1), hd/2)`` or per sample ``(B, N', hd/2)``; None = no RoPE.
+        rope: the :class:`GridRoPE` policy that made ``angles`` (mixers derive their own tables from it).
+        order: optional ``(N,)`` permutation: sequence slot ``t`` holds grid cell ``order[t]`` (raster order when
+            None); outputs are put back in raster order before they become feature maps.
+    """
+    grid: Tuple[int, int]
+    cls_position: Optional[str] = None
+    angles: Optional[Tensor] = None
+    rope: Optional[GridRoPE] = None
+    order: Optional[Tensor] = None
+    _memo: Dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def num_patches(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    def memo(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """``build()`` the first time ``key`` is asked for in this forward, the same object afterwards."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]

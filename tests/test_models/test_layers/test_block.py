@@ -1,0 +1,68 @@
+"""TransformerBlock composed from a mixer and an optional FFN; the layout memo shared by windowed blocks."""
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+
+from mmcausal.models.layers import (
+    FFN,
+    GridRoPE,
+    SelfAttention,
+    SwiGLUFFN,
+    TokenLayout,
+    TransformerBlock,
+    WindowedAttention,
+    window_key_mask,
+)
+
+MIXER = partial(SelfAttention, num_heads=2, mask_mode='bidirectional')
+SWIGLU = partial(SwiGLUFFN, feedforward_channels=64, add_identity=False)
+
+
+def test_a_block_without_ffn_is_one_residual_branch():
+    """Mamba-style block: ``x + DropPath(Mixer(Norm(x)))``, and no FFN keys in the state dict."""
+    torch.manual_seed(0)
+    block = TransformerBlock(32, MIXER, ffn=None).eval()
+    x = torch.randn(2, 6, 32)
+    torch.testing.assert_close(block(x), x + block.attn(block.norm1(x)))
+    assert not any(key.startswith(('ffn', 'norm2', 'ls2')) for key in block.state_dict())
+
+
+def test_gelu_mlp_block_equals_the_vit_formula():
+    """CaiT/ViT FFN: ``x + fc2(GELU(fc1(LN(x))))`` (mmcv FFN keys ``layers.0.0`` / ``layers.1``)."""
+    torch.manual_seed(0)
+    mlp = partial(FFN, feedforward_channels=48, act_cfg=dict(type='GELU'), add_identity=False)
+    block = TransformerBlock(32, MIXER, mlp, norm_cfg=dict(type='LN', eps=1e-6),
+                             layer_scale_init_value=0.1).eval()
+    x = torch.randn(2, 6, 32)
+    after_attn = x + 0.1 * block.attn(block.norm1(x))
+    fc1, fc2 = block.ffn.layers[0][0], block.ffn.layers[1]
+    hidden = F.gelu(F.layer_norm(after_attn, (32, ), block.norm2.weight, block.norm2.bias, 1e-6) @ fc1.weight.T
+                    + fc1.bias)
+    torch.testing.assert_close(block(x), after_attn + 0.1 * (hidden @ fc2.weight.T + fc2.bias))
+
+
+def test_drop_path_rate_is_settable_at_run_time():
+    torch.manual_seed(0)
+    block = TransformerBlock(32, MIXER, SWIGLU).train()
+    x = torch.randn(64, 4, 32)
+    torch.testing.assert_close(block(x), block.eval()(x))  # rate 0: nothing dropped in training
+    block.drop_path_rate = 0.5
+    assert block.drop_path_rate == 0.5
+    dropped = block.train()(x)
+    per_sample = (dropped - x).flatten(1).abs().sum(1)
+    assert 0 < int((per_sample == 0).sum()) < 64, 'some samples skip both branches'
+
+
+def test_windowed_blocks_share_one_key_mask_and_local_table_per_forward():
+    torch.manual_seed(0)
+    window = partial(WindowedAttention, num_heads=2, mask_mode='bidirectional', window_size=3)
+    blocks = [TransformerBlock(32, window, SWIGLU).eval() for _ in range(3)]
+    grid = (5, 7)
+    layout = TokenLayout(grid, rope=GridRoPE(16, mode='2d'))
+    x = torch.randn(2, 35, 32)
+    for block in blocks:
+        x = block(x, layout)
+    mask = layout.memo(('window_key_mask', 3, 2), lambda: None)
+    assert mask is not None and torch.equal(mask, window_key_mask(grid, 3, 2))
+    assert set(layout._memo) == {('window_key_mask', 3, 2), ('window_angles', 3)}
