@@ -5,7 +5,7 @@ unpickled by torch's weights-only unpickler, which rebuilds tensors and plain co
 torch's own set it may build exactly the classes in :func:`allowed_globals`: what the checkpoints of an
 mmengine ``Runner`` for mmpretrain / mmseg / mmdet hold (``HistoryBuffer`` in the message hub, numpy arrays,
 scalars and dtypes in it) and ``argparse.Namespace`` (the ``args`` of official iLLaMA / deit files). The
-list was found by saving real checkpoints of the twin configs (``tests/test_checkpoint_loading.py`` checks
+list was found by saving real checkpoints of the twin configs (``tests/test_utils/test_checkpoint_loading.py`` checks
 that every global they pickle is on it) and is applied with ``torch.serialization.safe_globals``, i.e. only
 inside these loaders, never process-wide.
 

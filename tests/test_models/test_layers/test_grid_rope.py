@@ -1,7 +1,8 @@
 """GridRoPE: the RoPE position policy (1D sequence index, learnable frequencies, rescaling, GSA key grids).
 
-The 2D / AS2DRoPE tables are checked against independent formulas in test_rope.py; here the oracles are the
-formulas of the notes (visionllama.md §3.4, illama_defocus.md), written out without mmcausal code.
+The 2D / AS2DRoPE tables are checked against independent formulas in test_rope_2d.py and the VisionLLaMA
+backbone tests; here the oracles are the formulas of the notes (visionllama.md §3.4, illama_defocus.md), written
+out without mmcausal code.
 """
 import pytest
 import torch

@@ -29,7 +29,7 @@ from mmcausal.utils.resolution_eval import (
     size_label,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / 'tools/analysis_tools/eval_resolutions.py'
 ILLAMA_CLS = ROOT / 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 EPOCHS = 12  # ~65 % top-1 (chance 25 %) in ~30 s on 2 CPU cores

@@ -16,7 +16,7 @@ from mmcausal.models.backbones.illama import decode_mask_mode
 from mmcausal.registry import MODELS
 from reference.official_illama import OfficialILLaMA
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'configs/illama/illama-tiny-p16_32xb128_in1k.py'
 CONVERTER = ROOT / 'tools/model_converters/illama2mmcausal.py'
 

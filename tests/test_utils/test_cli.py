@@ -22,7 +22,7 @@ from mmcausal.utils.cli import ConfigError, find_user_error, one_line, user_erro
 from mmcausal.utils.dataset_check import DatasetFormatError
 from mmcausal.utils.errors import UserInputError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
 

@@ -1,4 +1,4 @@
-"""VisionLLaMA backbone: 2D RoPE / AS2DRoPE properties, windowed attention, MAE positions, layouts."""
+"""VisionLLaMA backbone: AS2DRoPE through the backbone, windowed blocks, layouts, outputs, init."""
 import copy
 import math
 import warnings
@@ -12,19 +12,10 @@ from mmcausal.models.layers import (
     GridRoPE,
     SelfAttention,
     SwiGLUFFN,
-    TokenLayout,
     TransformerBlock,
-    WindowedAttention,
-    apply_rotary,
     auto_scale,
     grid_positions,
-    rope_angles_2d,
-    rope_frequencies,
-    window_key_mask,
-    window_partition,
-    window_unpartition,
 )
-from mmcausal.models.selfsup import MAEVisionLLaMA, random_masking
 from mmcausal.utils.errors import UserInputError
 
 TINY = dict(embed_dims=32, num_layers=3, num_heads=2)
@@ -41,55 +32,8 @@ def tiny(**kwargs) -> VisionLLaMA:
     return model.eval()
 
 
-def rope_2d(head_dim, theta=10000.):
-    """``(N, 2)`` positions -> 2D RoPE angles of a ``head_dim`` head."""
-    freqs = rope_frequencies(head_dim // 4, theta)
-    return lambda positions: rope_angles_2d(positions, freqs)
-
-
 def sequence_angles(model, grid):
     return model.rope.sequence_angles(grid, model.cls_position)
-
-
-def score(q, k, pos_q, pos_k, rope):
-    """Attention logit between q at ``pos_q`` and k at ``pos_k`` (positions ``(y, x)``)."""
-    angles_q = rope(torch.tensor([pos_q], dtype=torch.float32))
-    angles_k = rope(torch.tensor([pos_k], dtype=torch.float32))
-    rq = apply_rotary(q.view(1, 1, 1, -1), angles_q)
-    rk = apply_rotary(k.view(1, 1, 1, -1), angles_k)
-    return (rq * rk).sum()
-
-
-# ----------------------------------------------------------------------------------- 2D RoPE
-def test_2d_rope_channel_layout_matches_official_formula():
-    """angles[n] = [x w_0, y w_0, x w_1, y w_1, ...], w_k = theta^(-4k/d); rotation of adjacent pairs."""
-    head_dim, theta = 16, 10000.
-    rope = rope_2d(head_dim, theta)
-    positions = grid_positions((3, 5))
-    angles = rope(positions)
-    assert angles.shape == (15, head_dim // 2)
-    w = torch.tensor([theta ** (-4 * k / head_dim) for k in range(head_dim // 4)])
-    y, x = positions[:, :1], positions[:, 1:]
-    torch.testing.assert_close(angles[:, 0::2], x * w)
-    torch.testing.assert_close(angles[:, 1::2], y * w)
-    # complex multiplication of adjacent pairs, the official formulation
-    t = torch.randn(2, 1, 15, head_dim)
-    as_complex = torch.view_as_complex(t.reshape(2, 1, 15, -1, 2)) * torch.polar(torch.ones_like(angles), angles)
-    torch.testing.assert_close(apply_rotary(t, angles), torch.view_as_real(as_complex).flatten(-2))
-    assert (positions[7] == torch.tensor([1., 2.])).all(), 'token 7 of a 3x5 grid is row 1, column 2'
-
-
-def test_2d_rope_score_depends_only_on_row_and_column_offsets():
-    torch.manual_seed(0)
-    rope = rope_2d(32)
-    q, k = torch.randn(32), torch.randn(32)
-    base = score(q, k, (2., 3.), (5., 1.), rope)
-    for shift in [(1., 0.), (0., 7.), (-3., 4.), (0.5, 2.25)]:
-        shifted = score(q, k, (2. + shift[0], 3. + shift[1]), (5. + shift[0], 1. + shift[1]), rope)
-        torch.testing.assert_close(shifted, base, rtol=1e-4, atol=1e-4)
-    # a different offset gives a different score, and swapping the axes matters
-    assert not torch.allclose(score(q, k, (2., 3.), (5., 2.), rope), base, atol=1e-3)
-    assert not torch.allclose(score(q, k, (3., 2.), (1., 5.), rope), base, atol=1e-3)
 
 
 def test_rope_needs_head_dim_divisible_by_four():
@@ -151,40 +95,6 @@ def test_cls_token_rotation_modes():
         tiny(cls_rope='middle')
 
 
-# ----------------------------------------------------------------------------------- windows
-def test_window_partition_round_trip_and_padding_mask():
-    x = torch.randn(2, 5 * 7, 4)
-    windows, padded = window_partition(x, (5, 7), 3)
-    assert padded == (6, 9) and windows.shape == (2 * 2 * 3, 9, 4)
-    torch.testing.assert_close(window_unpartition(windows, (5, 7), padded, 3), x, rtol=0, atol=0)
-    mask = window_key_mask((5, 7), 3, batch=2)
-    assert mask.shape == (12, 1, 1, 9)
-    assert int(mask.sum()) == 2 * 35, 'exactly the image tokens are valid keys'
-    assert window_key_mask((6, 9), 3, batch=2) is None
-
-
-def _block(window_size, mask_window_padding=True):
-    torch.manual_seed(0)
-    attention = dict(num_heads=2, mask_mode='bidirectional')
-    mixer = partial(WindowedAttention, window_size=window_size, mask_padding=mask_window_padding, **attention) \
-        if window_size else partial(SelfAttention, **attention)
-    ffn = partial(SwiGLUFFN, feedforward_channels=64, bias=False, add_identity=False)
-    return TransformerBlock(32, mixer, ffn, norm_cfg=dict(type='LN', eps=1e-6)).eval()
-
-
-@pytest.mark.parametrize('grid', [(14, 14), (10, 12)])
-def test_window_attention_equals_global_attention_when_one_window_covers_the_image(grid):
-    x = torch.randn(2, grid[0] * grid[1], 32)
-    rope = GridRoPE(16, mode='2d')
-    layout = TokenLayout(grid, None, rope.sequence_angles(grid), rope)
-    global_out = _block(0)(x, layout)
-    window_out = _block(14)(x, layout)
-    torch.testing.assert_close(window_out, global_out, rtol=1e-5, atol=1e-5)
-    if grid != (14, 14):  # the official unmasked windows attend to the zero padding
-        unmasked = _block(14, mask_window_padding=False)(x, layout)
-        assert not torch.allclose(unmasked, global_out, atol=1e-4)
-
-
 def test_backbone_windows_use_local_positions_and_global_blocks_the_full_grid():
     kwargs = dict(with_cls_token=False, out_type='featmap', rope_mode='2d')
     windowed = tiny(window_size=8, global_blocks=[1], **kwargs)
@@ -201,46 +111,6 @@ def test_windows_reject_a_class_token_and_bad_blocks():
         tiny(window_size=4)
     with pytest.raises(ValueError, match='global_blocks'):
         tiny(window_size=4, with_cls_token=False, out_type='featmap', global_blocks=[5])
-
-
-# ----------------------------------------------------------------------------------- MAE
-def test_random_masking_keeps_the_requested_fraction():
-    torch.manual_seed(0)
-    ids_keep, mask, ids_restore = random_masking(3, 16, 0.75)
-    assert ids_keep.shape == (3, 4) and mask.sum(1).tolist() == [12., 12., 12.]
-    assert (mask.gather(1, ids_keep) == 0).all()
-    assert (ids_restore.argsort(1)[:, :4] == ids_keep).all()
-
-
-def test_mae_kept_tokens_keep_their_grid_positions():
-    torch.manual_seed(0)
-    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, mask_ratio=0.75).eval()
-    captured = {}
-
-    def capture(block, args):
-        captured['angles'] = args[1].angles  # the TokenLayout the blocks receive
-
-    mae.layers[0].register_forward_pre_hook(capture)
-    images = torch.randn(2, 3, 64, 64)
-    latent, mask, ids_restore = mae(images)
-    assert latent.shape == (2, 1 + 16, 32) and mask.shape == (2, 64)
-    ids_keep = ids_restore.argsort(1)[:, :16]
-    full_table = mae.rope.angles(grid_positions((8, 8)))
-    torch.testing.assert_close(captured['angles'][:, 1:], full_table[ids_keep], rtol=0, atol=0)
-    assert (captured['angles'][:, 0] == 0).all(), 'cls token is not rotated'
-
-
-def test_mae_without_masking_is_a_permutation_of_the_plain_forward():
-    """mask_ratio 0 shuffles all tokens; with per-sample positions the result equals the unmasked forward."""
-    torch.manual_seed(0)
-    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, mask_ratio=0.).eval()
-    images = torch.randn(2, 3, 64, 64)
-    latent, mask, ids_restore = mae(images)
-    plain = mae(images, mask=None)[0]
-    unshuffled = latent[:, 1:].gather(1, ids_restore.unsqueeze(-1).expand(-1, -1, latent.shape[-1]))
-    torch.testing.assert_close(unshuffled, plain[:, 1:], rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(latent[:, 0], plain[:, 0], rtol=1e-4, atol=1e-5)
-    assert mask.sum() == 0
 
 
 # ----------------------------------------------------------------------------------- layouts
@@ -337,21 +207,6 @@ def test_rope_1d_mode_uses_sequence_indices():
     expected = torch.arange(7.).unsqueeze(-1) * model.rope.freqs_1d
     torch.testing.assert_close(angles, expected)
     assert math.isclose(float(model.rope.freqs_1d[1]), 10000 ** (-2 / 16), rel_tol=1e-6)
-
-
-def test_mae_official_cls_bypass():
-    """cls_through_encoder=False (official code): blocks see the patches only; the raw token is normed."""
-    torch.manual_seed(0)
-    mae = MAEVisionLLaMA(TINY, img_size=64, patch_size=8, rope_anchor=8, cls_through_encoder=False).eval()
-    images = torch.randn(2, 3, 64, 64)
-    torch.manual_seed(1)
-    latent, _, _ = mae(images)
-    torch.testing.assert_close(latent[:, 0], mae.norm(mae.cls_token[0]).expand(2, -1))
-    with torch.no_grad():
-        mae.cls_token.add_(1.)
-    torch.manual_seed(1)
-    shifted, _, _ = mae(images)
-    torch.testing.assert_close(shifted[:, 1:], latent[:, 1:], rtol=0, atol=0)
 
 
 def _checkpoint_with_known_class_token(tmp_path):

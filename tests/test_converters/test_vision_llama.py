@@ -21,7 +21,7 @@ from mmcausal.models.backbones import VisionLLaMA
 from mmcausal.registry import MODELS
 from reference.official_visionllama import OfficialLLaMADET, OfficialVisionLLaMA, randomize_
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = ROOT / 'tools/model_converters/visionllama2mmcausal.py'
 FINETUNE_CONFIG = ROOT / 'configs/vision_llama/vision-llama-base-p16_8xb128-coslr-100e_in1k.py'
 MAE_NANO_CONFIG = ROOT / 'configs/vision_llama/mae_vision-llama-nano-p8_1xb32-20e_shapes-64px.py'

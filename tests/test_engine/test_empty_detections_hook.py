@@ -11,7 +11,7 @@ from mmengine.structures import InstanceData
 
 from mmcausal.engine.hooks import EmptyDetectionsHook, find_score_threshold
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
 
 

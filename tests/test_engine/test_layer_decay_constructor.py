@@ -8,7 +8,7 @@ from mmengine.registry import init_default_scope
 
 from mmcausal.registry import MODELS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {
     'mmpretrain': 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py',
     'mmseg': 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py',

@@ -25,7 +25,7 @@ from mmcausal.datasets.shapes import (
     polygon_mask,
 )
 
-REPO_ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CLI = osp.join(REPO_ROOT, 'tools', 'dataset_converters', 'make_shapes_datasets.py')
 
 SMALL = dict(

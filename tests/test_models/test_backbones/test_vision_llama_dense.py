@@ -19,7 +19,7 @@ from test_tools import SITE
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SEG = 'vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py'
 DET = 'vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
 SEG_FULL = 'vision_llama/upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py'

@@ -14,7 +14,7 @@ from build_utils import build_on_meta
 from e2e_utils import history, last_metrics, load_config, loss_falls, train
 from mmcausal.registry import MODELS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = ROOT / 'configs' / 'vision_llama'
 WIDTH = {'base': 768, 'large': 1024}
 DEPTH = {'base': 12, 'large': 24}
