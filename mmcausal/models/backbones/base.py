@@ -277,8 +277,12 @@ class PyramidBackbone(BlockStackMixin, BaseBackbone):
                 tokens = self.norm(tokens)
             x = tokens.transpose(1, 2).reshape(tokens.shape[0], tokens.shape[2], *grid)
             if index in self.out_indices:
-                outs.append(x if self.out_type == 'featmap' else self.pool_norm(tokens.mean(dim=1)))
+                outs.append(x if self.out_type == 'featmap' else self.pool(tokens))
         return tuple(outs)
+
+    def pool(self, tokens: Tensor) -> Tensor:
+        """``(B, N, D)`` tokens of a stage -> ``pool_norm(mean)`` ``(B, D)`` (the ``avg_featmap`` output)."""
+        return self.pool_norm(tokens.mean(dim=1))
 
     def _freeze_stages(self) -> None:
         """``frozen_stages = k >= 0``: freeze the first patch embedding and the whole first ``k`` stages (and the

@@ -295,8 +295,9 @@ class GridRoPE(nn.Module):
         ``'fixed'``: key ``(i, j)`` of the ``key_grid`` sits at the centre of its cell, ``(sr i + (sr-1)/2,
         sr j + (sr-1)/2)``. ``'official'`` reproduces the released code: the flat key index ``m`` is unflattened
         with the *query* width ``W`` and offset ``1 - 1/sr``, ``(1 - 1/sr + sr (m // W), 1 - 1/sr + sr (m % W))``
-        for ``m < H W // sr^2`` (wrong for ``sr > 1``, but what the released weights learnt). Both are then
-        scaled like the queries (:meth:`scale` of ``grid``).
+        (wrong for ``sr > 1``, but what the released weights learnt; the official code sizes the table
+        ``H W // sr^2``, which is the key count whenever ``sr`` divides the grid, and fails otherwise, so here
+        it has one row per key). Both are then scaled like the queries (:meth:`scale` of ``grid``).
 
         Returns:
             ``(M, hd/2)`` with ``M`` the number of keys.
@@ -304,11 +305,8 @@ class GridRoPE(nn.Module):
         check_choice('gsa_key_pos', key_pos, GSA_KEY_POSITIONS, RopeConfigError)
         if self.mode == '1d':
             raise RopeConfigError('Sub-sampled attention needs 2D positions; use rope_mode="2d" or "as2d".')
-        if key_pos == 'fixed':
-            offset, width, num_keys = (sr_ratio - 1) / 2, key_grid[1], key_grid[0] * key_grid[1]
-        else:
-            offset, width, num_keys = 1 - 1 / sr_ratio, grid[1], grid[0] * grid[1] // sr_ratio ** 2
-        index = torch.arange(num_keys, device=device)
+        offset, width = ((sr_ratio - 1) / 2, key_grid[1]) if key_pos == 'fixed' else (1 - 1 / sr_ratio, grid[1])
+        index = torch.arange(key_grid[0] * key_grid[1], device=device)
         scale_y, scale_x = self.scale(grid)
         positions = torch.stack(((offset + sr_ratio * (index // width)) * scale_y,
                                  (offset + sr_ratio * (index % width)) * scale_x), dim=-1)

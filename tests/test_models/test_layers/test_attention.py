@@ -1,12 +1,21 @@
-"""Attention mask modes: strict causality, the official soft mask, SDPA paths against the explicit reference."""
+"""Attention mask modes: strict causality, the official soft mask, SDPA paths against the explicit reference;
+an additive bias next to the mask modes, and reading attention weights through the probe.
+
+Oracles: ``softmax(q k^T / sqrt(d) + bias + causal) v`` and the soft-mask formulas written out with plain torch ops.
+"""
+import math
+
 import pytest
 import torch
 
+from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import (
     SelfAttention,
     TokenLayout,
     explicit_attention,
+    explicit_attention_mode,
     masked_attention,
+    record_attention,
     rope_angles_1d,
     rope_frequencies,
     soft_causal_weights,
@@ -95,3 +104,107 @@ def test_cached_soft_mask_built_in_inference_mode_still_trains():
         attn(x)
     attn(x).sum().backward()  # reuses the cached (7, 0.3) table
     assert attn.qkv.weight.grad is not None
+
+
+# ------------------------------------------------------------------------ additive bias and probe
+
+
+def _decay_bias(heads, tokens):
+    """A De-focus-style learnable decay ``lambda_h (t - s)`` with ``lambda_h < 0`` (notes B2)."""
+    slopes = -torch.tensor([0.1, 0.5, 2.0], dtype=torch.float64)[:heads]
+    distance = (torch.arange(tokens)[:, None] - torch.arange(tokens)[None]).double()
+    return slopes[:, None, None] * distance
+
+
+def _reference(q, k, v, bias, causal):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + bias
+    if causal:
+        future = torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float('-inf'))
+    return scores.softmax(-1) @ v
+
+
+@pytest.mark.parametrize('mode', ['causal', 'bidirectional'])
+def test_a_float_bias_adds_to_the_logits_in_every_mode(mode):
+    q, k, v = _qkv(tokens=9, dim=8)
+    bias = _decay_bias(3, 9)
+    out = masked_attention(q, k, v, mode, attn_bias=bias)
+    torch.testing.assert_close(out, _reference(q, k, v, bias, causal=mode == 'causal'))
+
+
+def test_causal_attention_with_a_bias_stays_strictly_causal_and_differentiable():
+    q, k, v = (t.requires_grad_() for t in _qkv(tokens=9, dim=8))
+    bias = _decay_bias(3, 9).requires_grad_()
+    out = masked_attention(q, k, v, 'causal', attn_bias=bias)
+    v_changed = v.detach().clone()
+    v_changed[..., 5:, :] += 1.
+    changed = masked_attention(q, k, v_changed, 'causal', attn_bias=bias)
+    torch.testing.assert_close(out[..., :5, :], changed[..., :5, :])
+    out.sum().backward()
+    assert bias.grad is not None and bias.grad.abs().sum() > 0, 'a learnable decay gets gradients'
+
+
+def test_a_boolean_key_mask_combines_with_the_causal_mask():
+    q, k, v = _qkv(tokens=9, dim=8)
+    keys = torch.ones(9, dtype=torch.bool)
+    keys[2] = False  # e.g. a padded token
+    out = masked_attention(q, k, v, 'causal', attn_bias=keys)
+    bias = torch.zeros(9, 9, dtype=torch.float64).masked_fill(~keys, float('-inf'))
+    torch.testing.assert_close(out[..., 2:, :], _reference(q, k, v, bias, causal=True)[..., 2:, :])
+
+
+def _attention(mode, alpha=0.):
+    torch.manual_seed(0)
+    attn = SelfAttention(24, 3, mask_mode=mode).double().eval()
+    attn.soft_mask_rate = alpha
+    return attn
+
+
+@pytest.mark.parametrize('mode,alpha', [('causal', 0.), ('causal', 0.3), ('bidirectional', 0.), ('official', 0.)])
+def test_the_probe_sees_the_weights_that_multiply_v(mode, alpha):
+    attn = _attention(mode, alpha)
+    x = torch.randn(2, 7, 24, dtype=torch.float64)
+    seen = []
+    attn.attn_probe.register_forward_hook(lambda module, args, out: seen.append(out))
+    fast = attn(x)
+    assert not seen, 'outside the explicit mode the fast path runs and the probe is silent'
+    with explicit_attention_mode():
+        explicit = attn(x)
+    torch.testing.assert_close(explicit, fast)
+    (weights, ) = seen
+    assert weights.shape == (2, 3, 7, 7)
+    q, k, v = attn.qkv(x).view(2, 7, 3, 3, 8).permute(2, 0, 3, 1, 4)
+    torch.testing.assert_close(attn.proj((weights @ v).transpose(1, 2).reshape(2, 7, 24)), fast)
+    if mode == 'causal' and alpha == 0.:
+        assert (weights.triu(1) == 0).all()
+    if mode != 'official':
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 7, dtype=torch.float64))
+
+
+def test_the_probe_sees_rotated_queries_and_keys():
+    """With RoPE the recorded weights are those of the rotated q/k (what the model really used)."""
+    attn = _attention('causal')
+    x = torch.randn(1, 5, 24, dtype=torch.float64)
+    layout = TokenLayout((1, 5), angles=torch.randn(5, 4, dtype=torch.float64))
+    seen = []
+    attn.attn_probe.register_forward_hook(lambda module, args, out: seen.append(out))
+    with explicit_attention_mode():
+        with_rope = attn(x, layout)
+        attn(x)
+    torch.testing.assert_close(with_rope, attn(x, layout))
+    assert not torch.allclose(seen[0], seen[1])
+
+
+def test_record_attention_reads_every_block_of_a_backbone_without_patching_it():
+    torch.manual_seed(0)
+    model = ILLaMA(dict(embed_dims=32, num_layers=3, num_heads=2), img_size=32, patch_size=8).eval()
+    images = torch.randn(1, 3, 32, 32)
+    fast = model(images)[0]
+    with record_attention(model) as records:
+        explicit = model(images)[0]
+    torch.testing.assert_close(explicit, fast, rtol=1e-5, atol=1e-5)
+    assert sorted(records) == [f'layers.{i}.attn.attn_probe' for i in range(3)]
+    weights = records['layers.0.attn.attn_probe'][0]
+    assert weights.shape == (1, 2, 17, 17) and (weights.triu(1) == 0).all(), 'iLLaMA attention is causal'
+    model(images)
+    assert len(records['layers.0.attn.attn_probe']) == 1, 'hooks are removed on exit'
