@@ -20,7 +20,8 @@ OUR_CONSTRUCTORS = {
 
 
 def test_components_are_registered():
-    assert {'ILLaMA', 'VisionLLaMA', 'MAEVisionLLaMA', 'SimpleFeaturePyramid', 'RMSNorm'} <= set(OUR_MODELS)
+    assert {'ILLaMA', 'VisionLLaMA', 'MAEVisionLLaMA', 'PyramidVisionLLaMA', 'SimpleFeaturePyramid',
+            'RMSNorm'} <= set(OUR_MODELS)
     assert 'SoftMaskHook' in OUR_HOOKS
     assert 'LayerDecayOptimWrapperConstructor' in OUR_CONSTRUCTORS
 

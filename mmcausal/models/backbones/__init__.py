@@ -1,4 +1,5 @@
 from .illama import ILLaMA
+from .pyramid_vision_llama import PyramidVisionLLaMA
 from .vision_llama import VisionLLaMA
 
-__all__ = ['ILLaMA', 'VisionLLaMA']
+__all__ = ['ILLaMA', 'PyramidVisionLLaMA', 'VisionLLaMA']

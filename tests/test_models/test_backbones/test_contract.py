@@ -16,7 +16,7 @@ from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 
 import mmcausal  # noqa: F401  (registers every component)
-from mmcausal.models.backbones.base import OUT_TYPES
+from mmcausal.models.backbones.base import OUT_TYPES, PyramidBackbone
 from mmcausal.registry import MODELS
 from mmcausal.utils.errors import UserInputError
 
@@ -50,6 +50,18 @@ TINY: Dict[str, Tuple[Tiny, ...]] = {
     ),
     # the plain (unmasked) forward is the backbone contract; the masked MAE forward returns (latent, mask, ids)
     'MAEVisionLLaMA': (Tiny(_BASE, out_types=('raw', ), out_indices=(-1, ), forward_kwargs=dict(mask=False)), ),
+    # stage-based: out_indices count stages
+    'PyramidVisionLLaMA': (
+        Tiny(dict(arch=dict(embed_dims=[16, 32], num_heads=[2, 2], depths=[2, 2]), patch_sizes=(4, 2),
+                  sr_ratios=(2, 1), window_size=2, out_type='featmap', out_indices=(0, 1)),
+             out_types=('featmap', 'avg_featmap'), out_indices=(-1, (0, 1))),
+        Tiny(dict(arch=dict(embed_dims=[16, 32], num_heads=[2, 2], depths=[2, 2]), patch_sizes=(4, 2),
+                  sr_ratios=(2, 1), window_size=2, out_indices=-1, gsa_key_pos='official', rope_anchor=14,
+                  as2d_scaling='isotropic',
+                  mask_window_padding=False, out_type='avg_featmap', norm_after_stage=False, final_norm=True,
+                  official_double_norm=True),
+             out_types=('avg_featmap', ), out_indices=(-1, ), name='official'),
+    ),
 }
 
 
@@ -101,14 +113,85 @@ def assert_same_outputs(actual: Tuple[Tensor, ...], expected: Tuple[Tensor, ...]
 
 
 def is_stem(param_name: str) -> bool:
-    """Stem parameters: the patch embedding and the backbone's own tokens / tables (cls token, pos embed)."""
-    return param_name.startswith('patch_embed.') or '.' not in param_name
+    """Stem parameters: the (first) patch embedding and the backbone's own tokens / tables (cls token, pos embed)."""
+    return param_name.startswith(('patch_embed.', 'stages.0.patch_embed.')) or '.' not in param_name
 
 
 def block_index(param_name: str) -> int:
     """Index of the block ``layers.<i>`` holding a parameter, or -1."""
     parts = param_name.split('.')
     return int(parts[1]) if parts[0] == 'layers' else -1
+
+
+def stage_index(param_name: str) -> int:
+    """Index of the stage ``stages.<s>`` holding a parameter, or -1."""
+    parts = param_name.split('.')
+    return int(parts[1]) if parts[0] == 'stages' else -1
+
+
+def num_units(tiny: Tiny) -> int:
+    """What ``out_indices`` / ``frozen_stages`` count: stages of a stage-based backbone, else blocks."""
+    arch = tiny.kwargs['arch']
+    return len(arch['depths']) if 'depths' in arch else arch['num_layers']
+
+
+def is_pyramid(name: str) -> bool:
+    return issubclass(MODELS.get(name), PyramidBackbone)
+
+
+def expected_shapes(name: str, tiny: Tiny, model: nn.Module, out_type: str, out_indices) -> List[tuple]:
+    """Output shapes for two ``ODD_SIZE`` images: the image is padded bottom/right to the patch size, so a grid is
+    ``ceil(H / p) x ceil(W / p)`` (per stage, from the previous stage's grid)."""
+    indices = [out_indices] if isinstance(out_indices, int) else list(out_indices)
+    arch = tiny.kwargs['arch']
+    if not is_pyramid(name):
+        dims = arch['embed_dims']
+        grid = tuple(math.ceil(side / tiny.kwargs['patch_size']) for side in ODD_SIZE)
+        num_tokens = grid[0] * grid[1] + (model.cls_position is not None)
+        shape = dict(raw=(2, num_tokens, dims), cls_token=(2, dims), featmap=(2, dims, *grid),
+                     avg_featmap=(2, dims))[out_type]
+        return [shape] * len(indices)
+    grids, grid = [], ODD_SIZE
+    for patch in tiny.kwargs['patch_sizes']:
+        grid = tuple(math.ceil(side / patch) for side in grid)
+        grids.append(grid)
+    stages = sorted(i % len(grids) for i in indices)
+    return [(2, arch['embed_dims'][s], *grids[s]) if out_type == 'featmap' else (2, arch['embed_dims'][s])
+            for s in stages]
+
+
+def expected_frozen(name: str, param_name: str, k: int, units: int) -> bool:
+    """``frozen_stages=k``: the stem and the first ``k`` blocks (plain) or stages (pyramid); everything at
+    ``k >= units``."""
+    if k < 0:
+        return False
+    unit = stage_index(param_name) if is_pyramid(name) else block_index(param_name)
+    return k >= units or is_stem(param_name) or 0 <= unit < k
+
+
+def expected_depth(name: str, tiny: Tiny, param_name: str) -> Tuple[int, int]:
+    """Layer id for lr decay (mmpretrain's rule): stem 0, block ``i`` counted over the whole network -> ``i + 1``,
+    everything after the last block ``L + 1``, out of ``L + 2``. In a pyramid a later patch embedding shares its
+    stage's first block id and a stage norm its last block id."""
+    arch = tiny.kwargs['arch']
+    if not is_pyramid(name):
+        total = arch['num_layers'] + 2
+        block = block_index(param_name)
+        return (0 if is_stem(param_name) else block + 1 if block >= 0 else total - 1), total
+    depths = arch['depths']
+    total = sum(depths) + 2
+    stage = stage_index(param_name)
+    if is_stem(param_name):
+        return 0, total
+    if stage < 0:
+        return total - 1, total
+    first = 1 + sum(depths[:stage])
+    part = param_name.split('.')[2]
+    if part == 'patch_embed':
+        return first, total
+    if part == 'blocks':
+        return first + int(param_name.split('.')[3]), total
+    return first + depths[stage] - 1, total
 
 
 def test_every_registered_backbone_has_a_tiny_configuration():
@@ -140,12 +223,7 @@ def test_outputs_at_a_size_that_is_not_a_multiple_of_the_patch(name, tiny, out_t
         outs = forward(model, tiny, ODD_SIZE)
     assert isinstance(outs, tuple)
     assert len(outs) == (1 if isinstance(out_indices, int) else len(out_indices))
-    patch, dims = tiny.kwargs['patch_size'], tiny.kwargs['arch']['embed_dims']
-    grid = tuple(math.ceil(side / patch) for side in ODD_SIZE)
-    num_tokens = grid[0] * grid[1] + (model.cls_position is not None)
-    expected = dict(raw=(2, num_tokens, dims), cls_token=(2, dims), featmap=(2, dims, *grid),
-                    avg_featmap=(2, dims))[out_type]
-    assert [tuple(out.shape) for out in outs] == [expected] * len(outs)
+    assert [tuple(out.shape) for out in outs] == expected_shapes(name, tiny, model, out_type, out_indices)
     assert all(torch.isfinite(out).all() for out in outs)
 
 
@@ -166,27 +244,26 @@ def test_out_types_not_listed_are_rejected_with_a_user_error(name, tiny, out_typ
 
 @pytest.mark.parametrize('frozen_stages', [-1, 0, 1, 'all'])
 @pytest.mark.parametrize('name,tiny', CASES)
-def test_frozen_stages_freeze_exactly_the_stem_and_the_first_blocks(name, tiny, frozen_stages):
+def test_frozen_stages_freeze_exactly_the_stem_and_the_first_units(name, tiny, frozen_stages):
     tiny = _require(tiny, name)
-    num_layers = tiny.kwargs['arch']['num_layers']
-    k = num_layers if frozen_stages == 'all' else frozen_stages
+    units = num_units(tiny)
+    k = units if frozen_stages == 'all' else frozen_stages
     model = build(name, tiny, frozen_stages=k).train()
 
-    def expected_frozen(param_name: str) -> bool:
-        if k < 0:
-            return False
-        return k >= num_layers or is_stem(param_name) or 0 <= block_index(param_name) < k
+    def frozen_param(param_name: str) -> bool:
+        return expected_frozen(name, param_name, k, units)
 
-    wrong = [n for n, p in model.named_parameters() if p.requires_grad == expected_frozen(n)]
+    wrong = [n for n, p in model.named_parameters() if p.requires_grad == frozen_param(n)]
     assert not wrong, f'frozen_stages={k}: requires_grad is wrong for {wrong}'
     for module_name, module in model.named_modules():
-        # every module of the patch embedding and of the blocks (dropout / drop path included) follows its
-        # unit; elsewhere (final norms) the modules holding parameters; the backbone itself stays in train mode
-        unit = module_name.split('.')[:2]
-        if unit[0] == 'patch_embed' or (unit[0] == 'layers' and len(unit) == 2):
-            frozen = expected_frozen(f'{".".join(unit)}.weight')
+        # every module of the stem and of the blocks / stages (dropout / drop path included) follows its unit;
+        # elsewhere (final norms) the modules holding parameters; the backbone itself stays in train mode
+        parts = module_name.split('.')
+        unit = parts[:3] if parts[:3] == ['stages', '0', 'patch_embed'] else parts[:2]
+        if unit[0] == 'patch_embed' or (unit[0] in ('layers', 'stages') and len(parts) >= 2):
+            frozen = frozen_param(f'{".".join(unit)}.weight')
         elif module_name and any(True for _ in module.parameters(recurse=False)):
-            frozen = all(expected_frozen(n) for n, _ in module.named_parameters(prefix=module_name, recurse=False))
+            frozen = all(frozen_param(n) for n, _ in module.named_parameters(prefix=module_name, recurse=False))
         else:
             continue
         assert module.training != frozen, f'frozen_stages={k}: {module_name!r} has training={module.training}'
@@ -194,19 +271,16 @@ def test_frozen_stages_freeze_exactly_the_stem_and_the_first_blocks(name, tiny, 
 
 @pytest.mark.parametrize('name,tiny', CASES)
 def test_layer_depth_covers_every_parameter(name, tiny):
-    """mmpretrain's rule: stem 0, block ``i`` -> ``i + 1``, everything else ``L + 1``, out of ``L + 2`` ids."""
+    """mmpretrain's rule (see :func:`expected_depth`), ids never falling along the network."""
     tiny = _require(tiny, name)
     model = build(name, tiny)
-    num_ids = tiny.kwargs['arch']['num_layers'] + 2
-    depths = {}
+    depths = []
     for param_name, _ in model.named_parameters():
-        depth, total = model.get_layer_depth(PREFIX + param_name, PREFIX)
-        assert total == num_ids, param_name
-        block = block_index(param_name)
-        expected = 0 if is_stem(param_name) else block + 1 if block >= 0 else num_ids - 1
-        assert depth == expected, f'{param_name}: layer id {depth}, expected {expected}'
-        depths[param_name] = depth
-    assert set(depths.values()) == set(range(num_ids))  # stem, every block and the final norm
+        depth, num_ids = model.get_layer_depth(PREFIX + param_name, PREFIX)
+        assert (depth, num_ids) == expected_depth(name, tiny, param_name), param_name
+        depths.append(depth)
+    assert depths == sorted(depths)
+    assert set(range(num_ids - 1)) <= set(depths)  # the stem and every block
     assert model.get_layer_depth('head.fc.weight', PREFIX) == (num_ids - 1, num_ids)
 
 
@@ -218,7 +292,7 @@ def test_with_cp_gives_the_same_outputs_and_gradients(name, tiny):
     for with_cp in (False, True):
         model = build(name, tiny, with_cp=with_cp, drop_path_rate=0.2).train()
         calls = [0]
-        model.layers[-1].register_forward_pre_hook(  # pre: the recomputation may stop early
+        model.blocks()[-1].register_forward_pre_hook(  # pre: the recomputation may stop early
             lambda *_: calls.__setitem__(0, calls[0] + 1))
         outs = forward(model, tiny, ODD_SIZE)
         sum(out.square().sum() for out in outs).backward()

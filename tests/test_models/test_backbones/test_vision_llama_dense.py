@@ -55,7 +55,8 @@ def test_vitdet_recipe_layer_decay_and_windows():
     model, cfg = _build(DET_FULL, 'mmdet')
     backbone = model.backbone
     assert type(backbone).__name__ == 'VisionLLaMA' and backbone.num_layers == 12 and backbone.embed_dims == 768
-    assert [layer.window_size for layer in backbone.layers] == [0 if i in (2, 5, 8, 11) else 14 for i in range(12)]
+    assert [getattr(layer.attn, 'window_size', 0) for layer in backbone.layers] == \
+        [0 if i in (2, 5, 8, 11) else 14 for i in range(12)]
     assert backbone.out_indices == [11] and not backbone.final_norm and backbone.cls_token is None
     assert backbone.rope_mode == '2d' and backbone.patch_resolution == (64, 64)
     assert type(model.neck).__name__ == 'SimpleFeaturePyramid' and model.neck.num_outs == 5

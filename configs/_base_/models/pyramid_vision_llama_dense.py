@@ -1,0 +1,21 @@
+# The Pyramid VisionLLaMA-B detection backbone (official dense fine-tuning, notes §5.3), shared by the COCO configs
+# of configs/pyramid_vision_llama. Only prefixed variables (mmengine refuses keys defined by two bases): a config
+# lists this file in `_base_` and takes `backbone={{_base_.pvl_base_detection_backbone}}`.
+pvl_base_detection_backbone = dict(
+    _delete_=True,  # drop the Swin-only keys of the inherited mmdet config
+    type='PyramidVisionLLaMA',
+    arch='base',
+    gsa_key_pos='official',  # the released weights' GSA key positions (notes §3.4)
+    mask_window_padding=False,  # official: padded LSA windows attend to the zero padding
+    rope_mode='as2d',  # official auto-scale: AS2DRoPE on GSA, 14-token anchor for every stage, one scale from H
+    rope_anchor=14,
+    as2d_scaling='isotropic',
+    out_type='featmap',
+    out_indices=(0, 1, 2, 3),
+    norm_after_stage=True,
+    final_norm=False,
+    drop_path_rate=0.2,
+    # the deit checkpoint converted with tools/model_converters/pyramid_visionllama2mmcausal.py
+    init_cfg=dict(type='Pretrained', checkpoint='work_dirs/pyramid-vision-llama-base_converted.pth',
+                  prefix='backbone.'))
+pvl_base_detection_neck = dict(in_channels=[96, 192, 384, 768])

@@ -1,0 +1,154 @@
+"""Pyramid VisionLLaMA (Chu et al. 2024, "VisionLLaMA", Sec. 3.2): Twins-SVT stages of LLaMA blocks.
+
+Four stages; each embeds the previous map with a strided conv + LayerNorm (patch 4, then 2) and stacks blocks that
+alternate locally-grouped attention (LSA: ``7 x 7`` windows, window-local 2D RoPE) and global sub-sampled attention
+(GSA: keys/values from an ``sr x sr`` strided conv, 2D RoPE on queries and keys at their own positions, optionally
+auto-scaled), each followed by a bias-free SwiGLU, with LayerScale 1e-4 and LayerNorm eps 1e-5 (notes §3.1-3.5).
+No class token, no absolute position embedding, no PEG.
+
+RoPE per stage (:class:`~mmcausal.models.layers.GridRoPE`, one per stage): ``rope_mode='as2d'`` scales the GSA
+positions onto an anchor grid; ``rope_anchor='per_stage'`` (default) anchors each stage at its grid for 224 px
+(56, 28, 14, 7 tokens), where AS2DRoPE equals the plain 2D RoPE the ImageNet weights were trained with;
+``rope_anchor=14`` is the official dense fine-tuning (14 tokens for every stage, isotropic, notes §3.5). LSA windows
+always use window-local integer positions.
+"""
+from functools import partial
+from typing import List, Optional, Sequence, Tuple, Union
+
+from mmcv.cnn.bricks.transformer import PatchEmbed
+from torch import Tensor, nn
+
+from mmcausal.registry import MODELS
+from ..layers import (
+    GridRoPE,
+    SubsampledAttention,
+    SwiGLUFFN,
+    TokenLayout,
+    TransformerBlock,
+    WindowedAttention,
+    build_norm_layer,
+    swiglu_hidden_dims,
+)
+from .base import BackboneConfigError, PyramidBackbone, PyramidStage, resolve_arch
+
+PRETRAIN_SIZE = 224  # px: the ImageNet resolution; 'per_stage' anchors default to its grid at every stride
+
+
+@MODELS.register_module()
+class PyramidVisionLLaMA(PyramidBackbone):
+    """Pyramid VisionLLaMA backbone (Twins-SVT layout with LLaMA blocks).
+
+    Args:
+        arch: ``'small' | 'base' | 'large'`` (or ``s/b/l``), or a dict of per-stage lists ``embed_dims``,
+            ``num_heads``, ``depths`` (optional ``ffn_hidden_dims``).
+        in_channels: image channels.
+        patch_sizes: patch-embedding stride of each stage (4, 2, 2, 2).
+        window_size: LSA window (tokens per side).
+        sr_ratios: GSA key/value reduction of each stage (8, 4, 2, 1).
+        gsa_key_pos: ``'fixed'`` (default; keys at the centres of their cells) or ``'official'`` (the released
+            weights' formula, notes §3.4; needed to reproduce them).
+        rope_mode: ``'as2d'`` (default) or ``'2d'``; GSA positions only, LSA is window-local.
+        rope_anchor: ``'per_stage'`` (default: ``pretrain_size / stride`` tokens per stage) or an int / pair used
+            for every stage (14 = the official dense configs).
+        pretrain_size: the image size (px) the weights were pre-trained at (224 for ImageNet; 64 for the twins).
+        as2d_scaling: ``'per_axis'`` (default) or ``'isotropic'`` (paper Eq. 4 and the official code).
+        mask_window_padding: hide the zero padding of overhanging LSA windows from the keys (False = official).
+        layer_scale_init_value: LayerScale initial value (1e-4 in the official models; 0 disables it).
+        out_indices: stages whose output is returned.
+        out_type: ``'featmap'`` ``(B, D_s, H_s, W_s)`` per stage, or ``'avg_featmap'`` ``(B, D_s)`` for
+            classification.
+        norm_after_stage: a new LayerNorm after every stage (the official dense backbones).
+        final_norm: LayerNorm after the last stage (the official classifier's ``norm``).
+        official_double_norm: the released classifier's ``norm(mean(norm(x)))`` (notes §3.2): the final norm is
+            applied again to the pooled vector. Only with ``out_type='avg_featmap'`` and ``final_norm``.
+        drop_path_rate: stochastic depth, linear over all blocks of all stages.
+        frozen_stages, with_cp, norm_cfg, rope_theta: as in the other backbones (LayerNorm eps 1e-5).
+    """
+    arch_zoo = {
+        ('s', 'small'): dict(embed_dims=[64, 128, 256, 512], num_heads=[2, 4, 8, 16], depths=[2, 2, 10, 4]),
+        ('b', 'base'): dict(embed_dims=[96, 192, 384, 768], num_heads=[3, 6, 12, 24], depths=[2, 2, 18, 2]),
+        ('l', 'large'): dict(embed_dims=[128, 256, 512, 1024], num_heads=[4, 8, 16, 32], depths=[2, 2, 18, 2]),
+    }
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'base',
+                 in_channels: int = 3,
+                 patch_sizes: Sequence[int] = (4, 2, 2, 2),
+                 window_size: int = 7,
+                 sr_ratios: Sequence[int] = (8, 4, 2, 1),
+                 gsa_key_pos: str = 'fixed',
+                 rope_mode: str = 'as2d',
+                 rope_anchor: Union[str, int, Sequence[int]] = 'per_stage',
+                 pretrain_size: int = PRETRAIN_SIZE,
+                 as2d_scaling: str = 'per_axis',
+                 rope_theta: float = 10000.,
+                 mask_window_padding: bool = True,
+                 layer_scale_init_value: float = 1e-4,
+                 out_indices: Union[int, Sequence[int]] = (0, 1, 2, 3),
+                 out_type: str = 'featmap',
+                 norm_after_stage: bool = True,
+                 final_norm: bool = False,
+                 official_double_norm: bool = False,
+                 drop_path_rate: float = 0.,
+                 frozen_stages: int = -1,
+                 with_cp: bool = False,
+                 norm_cfg: Optional[dict] = None,
+                 init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
+        if init_cfg is None:  # notes §3.2: Linear TruncNormal(0.02), Conv2d N(0, sqrt(2 / fan_out)), LN 1/0
+            init_cfg = [dict(type='TruncNormal', layer='Linear', std=.02, bias=0.),
+                        dict(type='Kaiming', layer='Conv2d', mode='fan_out', nonlinearity='relu',
+                             distribution='normal', bias=0.)]
+        super().__init__(init_cfg=init_cfg)
+        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_heads', 'depths'))
+        dims, heads, depths = setting['embed_dims'], setting['num_heads'], setting['depths']
+        hidden = setting.get('ffn_hidden_dims', [swiglu_hidden_dims(dim) for dim in dims])
+        if not len(dims) == len(heads) == len(depths) == len(hidden) == len(patch_sizes) == len(sr_ratios):
+            raise BackboneConfigError(f'Every per-stage setting needs one entry per stage: embed_dims {dims}, '
+                                      f'num_heads {heads}, depths {depths}, patch_sizes {list(patch_sizes)}, '
+                                      f'sr_ratios {list(sr_ratios)}.')
+        if official_double_norm and not (final_norm and out_type == 'avg_featmap'):
+            raise BackboneConfigError('official_double_norm re-applies the final norm to the pooled vector; it needs '
+                                      'final_norm=True and out_type="avg_featmap".')
+        self.in_channels = in_channels
+        self.with_cp = with_cp
+        self.official_double_norm = official_double_norm
+        norm_cfg = norm_cfg or dict(type='LN', eps=1e-5)
+
+        strides = [patch_sizes[0]]
+        for patch in patch_sizes[1:]:
+            strides.append(strides[-1] * patch)
+        self.ropes = nn.ModuleList(
+            GridRoPE(dim // head, mode=rope_mode, theta=rope_theta, as2d_scaling=as2d_scaling, requires_2d=True,
+                     anchor=max(pretrain_size // stride, 1) if rope_anchor == 'per_stage' else rope_anchor)
+            for dim, head, stride in zip(dims, heads, strides))
+
+        stages = []
+        for index, (dim, head, depth) in enumerate(zip(dims, heads, depths)):
+            embed = PatchEmbed(in_channels=in_channels if index == 0 else dims[index - 1], embed_dims=dim,
+                               kernel_size=patch_sizes[index], stride=patch_sizes[index], padding='corner',
+                               norm_cfg=norm_cfg)
+            lsa = partial(WindowedAttention, num_heads=head, window_size=window_size, mask_padding=mask_window_padding,
+                          mask_mode='bidirectional')
+            gsa = partial(SubsampledAttention, num_heads=head, sr_ratio=sr_ratios[index], key_pos=gsa_key_pos,
+                          norm_cfg=norm_cfg)
+            ffn = partial(SwiGLUFFN, feedforward_channels=hidden[index], bias=False, add_identity=False)
+            blocks = [TransformerBlock(dim, gsa if j % 2 else lsa, ffn, norm_cfg=norm_cfg,
+                                       layer_scale_init_value=layer_scale_init_value) for j in range(depth)]
+            norm = build_norm_layer(norm_cfg, dim) if norm_after_stage else None
+            stages.append(PyramidStage(embed, blocks, norm))
+        self.stages = nn.ModuleList(stages)
+        self.drop_path_rate = drop_path_rate
+        self.norm = build_norm_layer(norm_cfg, dims[-1]) if final_norm else nn.Identity()
+        self.pool_norm = nn.Identity()
+        self._set_outputs(out_indices, out_type, frozen_stages)
+        self._freeze_stages()
+
+    def stage_layout(self, index: int, grid: Tuple[int, int], tokens: Tensor) -> TokenLayout:
+        """Stage ``index``'s RoPE policy and the (possibly auto-scaled) query angles of its grid."""
+        rope = self.ropes[index]
+        return TokenLayout(grid, None, rope.sequence_angles(grid, None, tokens.device), rope)
+
+    def pool(self, tokens: Tensor) -> Tensor:
+        """Mean of the stage's tokens; with ``official_double_norm`` the final norm again on top."""
+        pooled = super().pool(tokens)
+        return self.norm(pooled) if self.official_double_norm else pooled
