@@ -181,7 +181,34 @@ def _upernet_illama():  # official iLLaMA UperNet: AdamW 3e-5, wd 0.05, layer de
             ('iters', 160000), False)
 
 
+def _pyramid_imagenet():  # notes §3.6 (deit): AdamW 1e-3 @ 1024, wd 0.05 (none on 1-D), 5 + 295 epochs, AMP
+    return ('mmpretrain', 'AdamW', 1e-3, 0.05, ADAMW, None, None, 1024,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 300)], ('epochs', 300), True)
+
+
+def _pyramid_upernet():  # notes §5.2: AdamW 6e-5, wd 0.01 (none on norms), 1500 warm-up, poly to 160k, AMP
+    return ('mmseg', 'AdamW', 6e-5, 0.01, ADAMW, None, None, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
+            ('iters', 160000), True)
+
+
+def _pyramid_mask_rcnn(epochs):  # notes §5.3 / paper D.8: AdamW 1e-4, wd 0.05 (none on norms), 1000 warm-up, AMP
+    return ('mmdet', 'AdamW', 1e-4, 0.05, ADAMW, None, None, 16, [('LinearLR', 0, 1000), ('MultiStepLR', 0, epochs)],
+            ('epochs', epochs), True)
+
+
+#: official recipes that decay biases and LayerScale (only norms are exempt): the pyramid dense runs (notes §5.2/5.3)
+DECAY_BIASES = {f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160k_ade20k-512x512.py'
+                for a in ('small', 'base', 'large')} | {
+    'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-ms-crop-3x_coco.py',
+    'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-1x_coco.py'}
+
 RECIPES = {
+    **{f'pyramid_vision_llama/pyramid-vision-llama-{a}_8xb128-300e_in1k.py': _pyramid_imagenet()
+       for a in ('small', 'base', 'large')},
+    **{f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160k_ade20k-512x512.py': _pyramid_upernet()
+       for a in ('small', 'base', 'large')},
+    'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-ms-crop-3x_coco.py': _pyramid_mask_rcnn(36),
+    'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-1x_coco.py': _pyramid_mask_rcnn(12),
     'illama/illama-tiny-p16_32xb128_in1k.py': _imagenet(5),
     'illama/illama-small-p16_32xb128_in1k.py': _imagenet(5),
     'illama/illama-base-p16_32xb128_in1k.py': _imagenet(50),
@@ -215,7 +242,7 @@ RECIPES = {
 
 def test_every_full_config_has_a_recipe_test():
     found = {str(p.relative_to(ROOT / 'configs')) for p in (ROOT / 'configs').glob('*/*.py')
-             if '-nano-' not in p.name and not p.name.endswith('_ms-test.py')}
+             if '_shapes-' not in p.name and not p.name.endswith('_ms-test.py')}  # twins: *_shapes-*
     assert found == set(RECIPES)
 
 
@@ -268,7 +295,7 @@ def test_full_config_recipe(name):
             scale = _expected_layer_scale(param_name, layer_decay, num_layers)
         assert group['lr'] == pytest.approx(lr * scale), param_name
         param = model.get_parameter(param_name)
-        if param.ndim == 1:  # norms and biases are never decayed
+        if param.ndim == 1 and (name not in DECAY_BIASES or 'norm' in param_name):  # norms (and biases) exempt
             assert group['weight_decay'] == 0.0, param_name
         elif param_name.endswith(('qkv.weight', 'w12.weight')):
             assert group['weight_decay'] == wd, param_name
