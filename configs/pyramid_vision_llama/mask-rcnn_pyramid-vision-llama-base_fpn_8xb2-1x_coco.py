@@ -5,5 +5,5 @@
 _base_ = ['mmdet::swin/mask-rcnn_swin-t-p4-w7_fpn_1x_coco.py', '../_base_/models/pyramid_vision_llama_dense.py']
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
-model = dict(backbone={{_base_.pvl_base_detection_backbone}}, neck={{_base_.pvl_base_detection_neck}})
+model = dict(backbone={{_base_.pvl_base_dense_backbone}}, neck={{_base_.pvl_base_dense_neck}})
 optim_wrapper = dict(type='AmpOptimWrapper')

@@ -16,5 +16,5 @@ custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
 # Backbone and neck: ../_base_/models/pyramid_vision_llama_dense.py (override the checkpoint with
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH).
-model = dict(backbone={{_base_.pvl_base_detection_backbone}}, neck={{_base_.pvl_base_detection_neck}})
+model = dict(backbone={{_base_.pvl_base_dense_backbone}}, neck={{_base_.pvl_base_dense_neck}})
 optim_wrapper = dict(type='AmpOptimWrapper')

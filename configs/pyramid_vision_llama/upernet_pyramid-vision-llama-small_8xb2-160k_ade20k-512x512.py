@@ -11,26 +11,13 @@
 # official S/B configs). Pretrained: the deit checkpoint converted with
 # tools/model_converters/pyramid_visionllama2mmcausal.py (or our own ImageNet run); override with
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH.
-_base_ = 'mmseg::twins/twins_svt-s_uperhead_8xb2-160k_ade20k-512x512.py'
+_base_ = ['mmseg::twins/twins_svt-s_uperhead_8xb2-160k_ade20k-512x512.py',
+          '../_base_/models/pyramid_vision_llama_dense.py']
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
-pretrained = 'work_dirs/pyramid-vision-llama-small_converted.pth'
+# Backbone: ../_base_/models/pyramid_vision_llama_dense.py.
 model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='PyramidVisionLLaMA',
-        arch='small',
-        gsa_key_pos='official',
-        mask_window_padding=False,
-        rope_mode='as2d',
-        rope_anchor=14,
-        as2d_scaling='isotropic',
-        out_type='featmap',
-        out_indices=(0, 1, 2, 3),
-        norm_after_stage=True,
-        final_norm=False,
-        drop_path_rate=0.2,
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')),
+    backbone={{_base_.pvl_small_dense_backbone}},
     test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
 
 optim_wrapper = dict(type='AmpOptimWrapper')  # the official runs used AMP (needs a GPU)

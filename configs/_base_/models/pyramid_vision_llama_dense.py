@@ -1,10 +1,10 @@
-# The Pyramid VisionLLaMA-B detection backbone (official dense fine-tuning, notes §5.3), shared by the COCO configs
-# of configs/pyramid_vision_llama. Only prefixed variables (mmengine refuses keys defined by two bases): a config
-# lists this file in `_base_` and takes `backbone={{_base_.pvl_base_detection_backbone}}`.
-pvl_base_detection_backbone = dict(
-    _delete_=True,  # drop the Swin-only keys of the inherited mmdet config
+# The official dense fine-tuning of Pyramid VisionLLaMA (notes §5.2, §5.3), shared by the ADE20K and COCO configs of
+# configs/pyramid_vision_llama. Only prefixed variables (mmengine refuses keys defined by two bases): a config lists
+# this file in `_base_` and takes `backbone={{_base_.pvl_small_dense_backbone}}`.
+pvl_small_dense_backbone = dict(
+    _delete_=True,  # drop the keys of the inherited Twins / Swin backbone
     type='PyramidVisionLLaMA',
-    arch='base',
+    arch='small',
     gsa_key_pos='official',  # the released weights' GSA key positions (notes §3.4)
     mask_window_padding=False,  # official: padded LSA windows attend to the zero padding
     rope_mode='as2d',  # official auto-scale: AS2DRoPE on GSA, 14-token anchor for every stage, one scale from H
@@ -12,10 +12,15 @@ pvl_base_detection_backbone = dict(
     as2d_scaling='isotropic',
     out_type='featmap',
     out_indices=(0, 1, 2, 3),
-    norm_after_stage=True,
+    norm_after_stage=True,  # a new LayerNorm after every stage
     final_norm=False,
-    drop_path_rate=0.2,
+    drop_path_rate=0.2,  # paper D.7 and the official S/B configs
     # the deit checkpoint converted with tools/model_converters/pyramid_visionllama2mmcausal.py
-    init_cfg=dict(type='Pretrained', checkpoint='work_dirs/pyramid-vision-llama-base_converted.pth',
+    init_cfg=dict(type='Pretrained', checkpoint='work_dirs/pyramid-vision-llama-small_converted.pth',
                   prefix='backbone.'))
-pvl_base_detection_neck = dict(in_channels=[96, 192, 384, 768])
+pvl_base_dense_backbone = dict(
+    pvl_small_dense_backbone,
+    arch='base',
+    init_cfg=dict(pvl_small_dense_backbone['init_cfg'],
+                  checkpoint='work_dirs/pyramid-vision-llama-base_converted.pth'))
+pvl_base_dense_neck = dict(in_channels=[96, 192, 384, 768])
