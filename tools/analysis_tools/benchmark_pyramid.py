@@ -3,9 +3,12 @@
     python tools/analysis_tools/benchmark_pyramid.py --arch base --sizes 512x512 800x1216 --repeats 3
 
 Same stage widths, depths, heads, windows and sr ratios, same input, fp32, one image. Each (model, size) runs in
-a fresh process: time is the median of ``--repeats`` forward + backward passes after one warm-up; memory is the
-process's peak resident set (CPU) or ``torch.cuda.max_memory_allocated`` (CUDA) above what the built model holds.
-The only extra work of the pyramid VisionLLaMA is the RoPE rotation (Twins' PEG convolution is absent).
+a fresh process: time is the median of ``--repeats`` forward + backward passes after one warm-up; peak memory is the
+process's peak resident set (CPU, allocator-dependent, varies by ~5 % between runs) or
+``torch.cuda.max_memory_allocated`` (CUDA) above what the built model holds; "saved" is the exact size of the
+activations kept for backward (distinct storages reached by autograd's saved-tensor hooks, parameters excluded).
+Extra work of the pyramid VisionLLaMA: the RoPE rotation, SwiGLU's gate and LayerScale (Twins' PEG convolution is
+absent).
 """
 import argparse
 import json
@@ -44,7 +47,20 @@ def measure(model_name: str, arch: str, size: tuple, repeats: int, device: str) 
         memory_mb = (torch.cuda.max_memory_allocated() - base_cuda) / 2**20
     else:
         memory_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_rss) / 1024
-    return dict(model=model_name, size=f'{size[0]}x{size[1]}', seconds=statistics.median(times), memory_mb=memory_mb)
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def record(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    # after the timed passes, so that this extra forward's graph leaves the peak above untouched
+    with torch.autograd.graph.saved_tensors_hooks(record, lambda tensor: tensor):
+        model(images)
+    return dict(model=model_name, size=f'{size[0]}x{size[1]}', seconds=statistics.median(times), memory_mb=memory_mb,
+                saved_mb=sum(saved.values()) / 2**20)
 
 
 def main() -> None:
@@ -67,12 +83,14 @@ def main() -> None:
                                      '--device', args.device, '--one', f'{model_name},{size}'],
                                     capture_output=True, text=True, check=True)
             rows.append(json.loads(result.stdout.strip().splitlines()[-1]))
-    print(f'| size | model ({args.arch}) | fwd+bwd (s) | peak memory (MiB) | time / Twins | memory / Twins |')
-    print('|---|---|---|---|---|---|')
+    print(f'| size | model ({args.arch}) | fwd+bwd (s) | peak memory (MiB) | saved for backward (MiB) | time / Twins '
+          '| peak / Twins | saved / Twins |')
+    print('|---|---|---|---|---|---|---|---|')
     for twins, ours in zip(rows[0::2], rows[1::2]):
         for row in (twins, ours):
             print(f'| {row["size"]} | {row["model"]} | {row["seconds"]:.2f} | {row["memory_mb"]:.0f} | '
-                  f'{row["seconds"] / twins["seconds"]:.2f} | {row["memory_mb"] / twins["memory_mb"]:.2f} |')
+                  f'{row["saved_mb"]:.0f} | {row["seconds"] / twins["seconds"]:.2f} | '
+                  f'{row["memory_mb"] / twins["memory_mb"]:.2f} | {row["saved_mb"] / twins["saved_mb"]:.2f} |')
 
 
 if __name__ == '__main__':

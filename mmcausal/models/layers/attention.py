@@ -206,7 +206,9 @@ class SelfAttention(nn.Module):
         batch, num_tokens, embed_dims = x.shape
         q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if rope_angles is not None:
-            q, k = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles)
+            # q and k become new tensors; copying v too lets the fused qkv output go before backward (attention
+            # then keeps 3 widths per token for q, k, v, not the rotated q, k plus the 3-wide qkv output)
+            q, k, v = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles), v.contiguous()
         out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, attn_bias, probe=self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 

@@ -3,10 +3,50 @@
 Both modules come from upstream: mmpretrain's :class:`~mmpretrain.models.utils.SwiGLUFFN`
 (``w3(silu(x W1) * (x W2))`` with ``W1, W2`` fused into ``w12``) and mmcv's
 :class:`~mmcv.cnn.bricks.transformer.FFN` (``fc2(GELU(fc1(x)))``, keys ``layers.0.0`` / ``layers.1``). Blocks use
-them with ``add_identity=False`` (the residual lives in the block); this file only adds the SwiGLU width rule.
+them with ``add_identity=False`` (the residual lives in the block). This file adds the SwiGLU width rule and a
+gate that keeps less for backward (same arguments, keys and forward values as mmpretrain's module).
 """
+import torch
+import torch.nn.functional as F
 from mmcv.cnn.bricks.transformer import FFN
-from mmpretrain.models.utils import SwiGLUFFN
+from mmpretrain.models.utils import SwiGLUFFN as _UpstreamSwiGLUFFN
+from torch import Tensor
+
+
+class _SiLUGate(torch.autograd.Function):
+    """``silu(x1) * x2`` for ``x12 = [x1, x2]`` (split on the last dim), saving only ``x12`` for backward.
+
+    Plain autograd also keeps ``silu(x1)``; this backward recomputes the sigmoid ``s = sigmoid(x1)``:
+    ``d/dx1 = g x2 s (1 + x1 (1 - s))``, ``d/dx2 = g x1 s``.
+    """
+
+    @staticmethod
+    def forward(ctx, x12: Tensor) -> Tensor:
+        ctx.save_for_backward(x12)
+        x1, x2 = x12.chunk(2, dim=-1)
+        return F.silu(x1) * x2
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        x12, = ctx.saved_tensors
+        x1, x2 = x12.chunk(2, dim=-1)
+        sigmoid = torch.sigmoid(x1)
+        return torch.cat((grad * x2 * sigmoid * (1 + x1 * (1 - sigmoid)), grad * x1 * sigmoid), dim=-1)
+
+
+class SwiGLUFFN(_UpstreamSwiGLUFFN):
+    """mmpretrain's SwiGLU FFN ``w3(silu(x W1) * (x W2))`` with the gate of :class:`_SiLUGate`.
+
+    ``(..., D) -> (..., out_dims)``; arguments, parameters and state-dict keys are mmpretrain's. Per token the
+    backward keeps ``3h`` hidden values (the ``w12`` output and the ``w3`` input) instead of ``4h``: with the
+    parameter-matched width ``h = 2/3 * 4D`` that is the ``8D`` of a GELU MLP.
+    """
+
+    def forward(self, x: Tensor, identity: Tensor | None = None) -> Tensor:
+        out = self.dropout_layer(self.gamma2(self.w3(self.norm(_SiLUGate.apply(self.w12(x))))))
+        if self.out_dims != self.embed_dims or not self.add_identity:
+            return out
+        return (x if identity is None else identity) + out
 
 
 def swiglu_hidden_dims(embed_dims: int, mlp_ratio: float = 4., multiple_of: int = 256) -> int:

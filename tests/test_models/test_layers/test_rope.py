@@ -49,3 +49,37 @@ def test_rope_accepts_per_sample_positions():
     positions = torch.tensor([[0, 1, 2, 3], [4, 5, 6, 7]])
     out = apply_rotary(x, rope(positions))
     torch.testing.assert_close(out[1], apply_rotary(x[1:], rope(positions[1]))[0])
+
+
+def _complex_rotation(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    """Oracle: pairs as complex numbers times exp(i a), in float64."""
+    rotated = torch.view_as_complex(x.double().unflatten(-1, (-1, 2))) * torch.polar(
+        torch.ones_like(angles.double()), angles.double())
+    return torch.view_as_real(rotated).flatten(-2)
+
+
+@pytest.mark.parametrize('learnable_angles', [False, True])
+def test_rotation_gradients_match_the_formula(learnable_angles):
+    """The gradient for x (fixed angles) and for the angles too when they learn (De-focus learnable frequencies)."""
+    x = torch.randn(2, 3, 5, 8, requires_grad=True)
+    angles = (torch.rand(5, 4) * 6).requires_grad_(learnable_angles)
+    grad_out = torch.randn(2, 3, 5, 8)
+    apply_rotary(x, angles).backward(grad_out)
+    x_ref = x.detach().double().requires_grad_()
+    angles_ref = angles.detach().double().requires_grad_(learnable_angles)
+    _complex_rotation(x_ref, angles_ref).backward(grad_out.double())
+    torch.testing.assert_close(x.grad.double(), x_ref.grad, atol=1e-5, rtol=1e-5)
+    if learnable_angles:
+        torch.testing.assert_close(angles.grad.double(), angles_ref.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_fixed_angle_rotation_saves_no_copy_of_its_input():
+    """Backward of a fixed rotation keeps cos/sin only (N x d/2 each), never a (B, heads, N, d) tensor: attention
+    already saves the rotated q and k, a copy of the unrotated ones (an fp32 upcast kept for backward, say) would
+    double that memory."""
+    x = torch.randn(2, 4, 64, 16, requires_grad=True) * 1  # a non-leaf, as q and k are
+    angles = torch.rand(64, 8)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+        apply_rotary(x, angles)
+    assert saved and max(saved) <= angles.numel(), saved
