@@ -4,7 +4,7 @@
 
 Same stage widths, depths, heads, windows and sr ratios, same input, fp32, one image. Each (model, size) runs in
 a fresh process: time is the median of ``--repeats`` forward + backward passes after one warm-up; peak memory is the
-process's peak resident set (CPU, allocator-dependent, varies by ~5 % between runs) or
+process's peak resident set (CPU, allocator-dependent, varies by 5-10 % between runs) or
 ``torch.cuda.max_memory_allocated`` (CUDA) above what the built model holds; "saved" is the exact size of the
 activations kept for backward (distinct storages reached by autograd's saved-tensor hooks, parameters excluded).
 Extra work of the pyramid VisionLLaMA: the RoPE rotation, SwiGLU's gate and LayerScale (Twins' PEG convolution is
