@@ -19,6 +19,7 @@ SITE = Path(importlib.util.find_spec('mmdet').origin).parents[1]  # site-package
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+PYRAMID = 'configs/pyramid_vision_llama'
 
 
 def _free_port() -> int:
@@ -64,6 +65,12 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
     ('mmpretrain', 'configs/vision_llama/mae_vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_dataloader.dataset.data_root=SHAPES/imagenet']),
     ('mmpretrain', 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
+     ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+    ('mmpretrain', f'{PYRAMID}/pyramid-vision-llama-nano_1xb32-30e_shapes-64px.py',
+     ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+    ('mmseg', f'{PYRAMID}/upernet_pyramid-vision-llama-nano_1xb8-400i_shapes-64x64.py',
+     ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
+    ('mmdet', f'{PYRAMID}/mask-rcnn_pyramid-vision-llama-nano_fpn_1xb4-12e_shapes-128px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
 ])
 def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):

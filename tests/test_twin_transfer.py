@@ -60,7 +60,9 @@ def test_twin_learns_an_independent_draw(shapes_v2_root, tmp_path, config, layou
     metric, bar = BARS[layout]
     values = [r[metric] for r in records if metric in r]
     assert values, f'no {metric} was logged'
-    print(f'{config}: {metric} = {values[-1]}')  # shown with `pytest -rP`: the numbers the model-zoo READMEs quote
+    # shown with `pytest -rP`: the numbers the model-zoo READMEs quote (and the mask AP of instance segmentation)
+    extra = {name: records[-1][name] for name in ('coco/segm_mAP', ) if name in records[-1]}
+    print(f'{config}: {metric} = {values[-1]}', *(f'{name} = {value}' for name, value in extra.items()))
     assert values[-1] >= bar, f'{metric} {values[-1]} < {bar}'
 
     alphas = [r['soft_mask_rate'] for r in records if 'soft_mask_rate' in r]

@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
-from ..layers import TokenLayout, split_cls_token
+from ..layers import TokenLayout, split_cls_token, tokens_to_featmap
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
 
@@ -209,7 +209,7 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
             return self.pool_norm(patches.mean(dim=1))
         if layout.order is not None:
             patches = patches[:, layout.order.argsort()]
-        return patches.transpose(1, 2).reshape(tokens.shape[0], self.embed_dims, *layout.grid)
+        return tokens_to_featmap(patches, layout.grid)
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay: stem 0, block ``i`` -> ``i + 1``, rest ``L + 1``."""
@@ -275,7 +275,7 @@ class PyramidBackbone(BlockStackMixin, BaseBackbone):
             tokens = stage.norm(tokens)
             if index == len(self.stages) - 1:
                 tokens = self.norm(tokens)
-            x = tokens.transpose(1, 2).reshape(tokens.shape[0], tokens.shape[2], *grid)
+            x = tokens_to_featmap(tokens, grid)
             if index in self.out_indices:
                 outs.append(x if self.out_type == 'featmap' else self.pool(tokens))
         return tuple(outs)

@@ -1,4 +1,4 @@
-"""Where the class token sits in the sequence, and the helpers that respect it.
+"""Where the class token sits in the sequence, the helpers that respect it, and the token -> map conversion.
 
 iLLaMA (and De-focus) put the class token *after* the patches ("post-sequence [cls]") so that, under a
 causal mask, it is the only token that sees the whole image; ViT/CaiT put it first.
@@ -28,3 +28,13 @@ def split_cls_token(tokens: Tensor, position: Optional[str]) -> Tuple[Tensor, Op
     if position == 'first':
         return tokens[:, 1:], tokens[:, 0]
     return tokens[:, :-1], tokens[:, -1]
+
+
+def tokens_to_featmap(tokens: Tensor, grid: Tuple[int, int]) -> Tensor:
+    """``(B, H*W, D)`` patch tokens in raster order -> a contiguous ``(B, D, H, W)`` feature map.
+
+    Contiguous on purpose: ``tokens.transpose(1, 2).reshape(...)`` is a view with channels-last strides, convolutions
+    propagate that layout to the neck's outputs, and mmcv's compiled ops (``RoIAlign`` in every two-stage detector,
+    CPU and CUDA) read the raw memory as NCHW without checking strides, so RoI features would be silently scrambled.
+    """
+    return tokens.transpose(1, 2).reshape(tokens.shape[0], tokens.shape[2], *grid).contiguous()

@@ -4,7 +4,8 @@ The backbones are read from the registry, so a new family is tested by being reg
 its tiny constructor settings to :data:`TINY` (a test fails, naming it, until it does). Checked per backbone:
 every ``out_type`` x ``out_indices`` at an input that is not a multiple of the patch size, ``frozen_stages``,
 ``get_layer_depth`` over every parameter, ``with_cp`` equality, a strict state-dict round trip, ``Pretrained``
-init with a prefix, and that a forward after another input shape equals a fresh model's.
+init with a prefix, that a forward after another input shape equals a fresh model's, and that feature maps are
+read correctly by mmcv's compiled ``RoIAlign`` (the RoI extractor of every two-stage detector).
 """
 import math
 from dataclasses import dataclass, field
@@ -12,8 +13,10 @@ from typing import Dict, Iterator, List, Tuple, Union
 
 import pytest
 import torch
+from mmcv.ops import roi_align as mmcv_roi_align
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
+from torchvision.ops import roi_align as reference_roi_align
 
 import mmcausal  # noqa: F401  (registers every component)
 from mmcausal.models.backbones.base import OUT_TYPES, PyramidBackbone
@@ -338,3 +341,26 @@ def test_forward_after_another_input_shape_equals_a_fresh_model(name, tiny):
     with torch.no_grad():
         forward(model, tiny, SIZE_1)
         assert_same_outputs(forward(model, tiny, SIZE_2), forward(fresh, tiny, SIZE_2))
+
+
+def _featmap_cases():
+    for name, tiny in _cases():
+        if tiny is not None and 'featmap' in tiny.out_types:
+            yield pytest.param(name, tiny, id=_case_id(name, tiny))
+
+
+@pytest.mark.parametrize('name,tiny', list(_featmap_cases()))
+def test_feature_maps_are_read_correctly_by_mmcv_roi_align(name, tiny):
+    """mmcv's compiled ``RoIAlign`` (CPU and CUDA) reads its input's memory as contiguous NCHW and ignores strides;
+    a map with channels-last strides (what ``tokens.transpose(1, 2).reshape(...)`` gives, and what convolutions of
+    such a map give in the neck) is silently scrambled, and a detector on top learns nothing. Every feature map
+    must be contiguous and give torchvision's stride-aware ``roi_align``."""
+    tiny = _require(tiny, name)
+    model = build(name, tiny, out_type='featmap')
+    with torch.no_grad():
+        outs = forward(model, tiny, ODD_SIZE)
+    rois = torch.tensor([[0, 0.5, 1.0, 3.5, 2.5], [1, 0.0, 0.0, 2.0, 4.0]])  # (batch index, x1, y1, x2, y2) in cells
+    for index, out in enumerate(outs):
+        assert out.is_contiguous(), f'output {index} of {name} is not contiguous (strides {out.stride()})'
+        torch.testing.assert_close(mmcv_roi_align(out, rois, (2, 2), 1.0, 2, 'avg', True),
+                                   reference_roi_align(out, rois, (2, 2), 1.0, 2, True))
