@@ -38,6 +38,6 @@ __all__ = [
     'TokenLayout', 'FFN', 'SwiGLUFFN', 'swiglu_hidden_dims', 'build_norm_layer', 'resize_pos_embed',
     'AS2D_SCALINGS', 'ROPE_MODES', 'GridRoPE', 'RopeConfigError', 'apply_rotary', 'auto_scale', 'check_rope_mode',
     'grid_positions', 'rope_angles_1d', 'rope_angles_2d', 'rope_frequencies', 'CLS_POSITIONS', 'insert_cls_token',
-    'split_cls_token', 'tokens_to_featmap', 'SubsampledAttention', 'WindowedAttention', 'window_key_mask', 'window_partition',
-    'window_unpartition'
+    'split_cls_token', 'tokens_to_featmap', 'SubsampledAttention', 'WindowedAttention', 'window_key_mask',
+    'window_partition', 'window_unpartition'
 ]
