@@ -7,7 +7,7 @@ _base_ = ['./mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-ms-crop-3x_coco.py', '
 
 data_root = {{_base_.shapes_det_data_root}}
 dims = [16, 32, 32, 64]
-width = 64
+width = 64  # the FPN / RoI width; = shapes_det_width (the shared RPN head's)
 
 model = dict(
     data_preprocessor=dict(batch_augments=[dict(type='BatchFixedSizePad', size=(128, 128), pad_mask=True)]),
@@ -15,15 +15,14 @@ model = dict(
                   window_size=4, sr_ratios=(4, 2, 1, 1), drop_path_rate=0.0, init_cfg=None,
                   rope_anchor=8),  # the official single anchor, scaled to the twin: the 128 px grid of stage 3
     neck=dict(in_channels=dims, out_channels=width),
-    rpn_head=dict(in_channels=width, feat_channels=width, anchor_generator=dict(scales=[4])),
+    rpn_head={{_base_.shapes_det_rpn_head}},
     roi_head=dict(
         bbox_roi_extractor=dict(out_channels=width),
         bbox_head=dict(in_channels=width, fc_out_channels=128, num_classes={{_base_.shapes_det_num_classes}}),
         mask_roi_extractor=dict(out_channels=width),
         mask_head=dict(in_channels=width, conv_out_channels=width, num_classes={{_base_.shapes_det_num_classes}})),
-    train_cfg=dict(rpn=dict(sampler=dict(num=64)), rpn_proposal=dict(nms_pre=300, max_per_img=100),
-                   rcnn=dict(sampler=dict(num=64))),
-    test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
+    train_cfg={{_base_.shapes_det_model_train_cfg}},
+    test_cfg={{_base_.shapes_det_model_test_cfg}})
 
 # Data: ../_base_/datasets/shapes_coco.py (shared by every family's detection twin).
 train_pipeline = {{_base_.shapes_det_train_pipeline}}
@@ -34,14 +33,10 @@ test_dataloader = val_dataloader
 val_evaluator = {{_base_.shapes_det_val_evaluator}}
 test_evaluator = val_evaluator
 
-max_epochs = 12
-# Exact resume with the real pipeline (seeded augmentation and iterations): mmcausal/engine/runner.
-train_cfg = dict(type='ExactResumeEpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs)
+max_epochs = {{_base_.shapes_det_max_epochs}}
+train_cfg = {{_base_.shapes_det_epochs_train_cfg}}  # exact resume, validation at the end
 optim_wrapper = dict(type='OptimWrapper', optimizer=dict(lr=2e-3, weight_decay=0.05))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
-    dict(type='MultiStepLR', begin=0, end=max_epochs, by_epoch=True, milestones=[10], gamma=0.1),
-]
+param_scheduler = {{_base_.shapes_det_epochs_param_scheduler}}
 auto_scale_lr = dict(base_batch_size=4)
-default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = {{_base_.shapes_det_epochs_default_hooks}}
 randomness = dict(seed=0)

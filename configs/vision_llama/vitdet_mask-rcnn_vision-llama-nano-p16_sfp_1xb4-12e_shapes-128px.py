@@ -11,7 +11,7 @@ _base_ = ['./vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py', 
 
 data_root = {{_base_.shapes_det_data_root}}
 image_size = (128, 128)
-width = 64
+width = 64  # the FPN / RoI width; = shapes_det_width (the shared RPN head's)
 
 model = dict(
     data_preprocessor=dict(batch_augments=[dict(type='BatchFixedSizePad', size=image_size, pad_mask=True)]),
@@ -25,7 +25,7 @@ model = dict(
         drop_path_rate=0.0,
         init_cfg=None),
     neck=dict(in_channels=width, out_channels=width),
-    rpn_head=dict(in_channels=width, feat_channels=width, anchor_generator=dict(scales=[4])),
+    rpn_head={{_base_.shapes_det_rpn_head}},
     roi_head=dict(
         bbox_roi_extractor=dict(out_channels=width),
         # a narrow 4-conv bbox head: it is most of the CPU time at this size
@@ -33,9 +33,8 @@ model = dict(
                        num_classes={{_base_.shapes_det_num_classes}}),
         mask_roi_extractor=dict(out_channels=width),
         mask_head=dict(in_channels=width, conv_out_channels=width, num_classes={{_base_.shapes_det_num_classes}})),
-    train_cfg=dict(rpn=dict(sampler=dict(num=64)), rpn_proposal=dict(nms_pre=300, max_per_img=100),
-                   rcnn=dict(sampler=dict(num=64))),
-    test_cfg=dict(rpn=dict(nms_pre=200, max_per_img=100), rcnn=dict(max_per_img=20)))
+    train_cfg={{_base_.shapes_det_model_train_cfg}},
+    test_cfg={{_base_.shapes_det_model_test_cfg}})
 
 # Data: ../_base_/datasets/shapes_coco.py (shared by every family's detection twin).
 train_pipeline = {{_base_.shapes_det_train_pipeline}}
