@@ -33,7 +33,7 @@ test_dataloader = val_dataloader
 val_evaluator = {{_base_.shapes_det_val_evaluator}}
 test_evaluator = val_evaluator
 
-max_epochs = {{_base_.shapes_det_max_epochs}}
+max_epochs = {{_base_.shapes_det_max_epochs}}  # replaces the full config's value (read by no component)
 train_cfg = {{_base_.shapes_det_epochs_train_cfg}}  # exact resume, validation at the end
 optim_wrapper = dict(type='OptimWrapper', optimizer=dict(lr=2e-3, weight_decay=0.05))
 param_scheduler = {{_base_.shapes_det_epochs_param_scheduler}}

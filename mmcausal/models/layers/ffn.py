@@ -18,7 +18,9 @@ class _SiLUGate(torch.autograd.Function):
     """``silu(x1) * x2`` for ``x12 = [x1, x2]`` (split on the last dim), saving only ``x12`` for backward.
 
     Plain autograd also keeps ``silu(x1)``; this backward recomputes the sigmoid ``s = sigmoid(x1)``:
-    ``d/dx1 = g x2 s (1 + x1 (1 - s))``, ``d/dx2 = g x1 s``.
+    ``d/dx1 = g x2 s (1 + x1 (1 - s))``, ``d/dx2 = g x1 s``, in place (two hidden-wide temporaries besides the
+    result). Differentiable once (``once_differentiable``): the gradients it returns carry no graph, so
+    a second derivative (``create_graph=True``) does not pass through the gate.
     """
 
     @staticmethod

@@ -57,7 +57,7 @@ class SubsampledAttention(nn.Module):
         if self.sr_ratio == 1:
             return x, grid
         batch, _, dims = x.shape
-        feature = x.transpose(1, 2).reshape(batch, dims, *grid)
+        feature = x.transpose(1, 2).reshape(batch, dims, *grid)  # a view: torch's conv reads its strides
         feature = F.pad(feature, (0, -grid[1] % self.sr_ratio, 0, -grid[0] % self.sr_ratio))
         reduced = self.sr(feature)
         return self.norm(reduced.flatten(2).transpose(1, 2)), tuple(reduced.shape[-2:])
