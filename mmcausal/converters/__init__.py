@@ -1,8 +1,9 @@
 """Official-checkpoint converters; the CLIs are in ``tools/model_converters/``."""
 from .common import converter_main, load_source_state_dict, rename_key, save_checkpoint
+from .defocus import convert_defocus
 from .illama import convert_illama
 from .pyramid_vision_llama import convert_pyramid_visionllama
 from .vision_llama import convert_visionllama_mae, describe_visionllama_mae, format_architecture
 
-__all__ = ['converter_main', 'load_source_state_dict', 'rename_key', 'save_checkpoint', 'convert_illama',
-           'convert_pyramid_visionllama', 'convert_visionllama_mae', 'describe_visionllama_mae', 'format_architecture']
+__all__ = ['converter_main', 'load_source_state_dict', 'rename_key', 'save_checkpoint', 'convert_defocus',
+           'convert_illama', 'convert_pyramid_visionllama', 'convert_visionllama_mae', 'describe_visionllama_mae', 'format_architecture']

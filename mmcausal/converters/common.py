@@ -14,8 +14,9 @@ from mmcausal.utils import extract_checkpoint_data
 WRAPPER_KEYS = ('model', 'module', 'state_dict')
 
 
-def load_source_state_dict(path: str) -> Dict[str, Tensor]:
-    """Load an official checkpoint (flat, or wrapped under ``model``/``module``/``state_dict``).
+def load_source_state_dict(path: str, wrapper_key: Optional[str] = None) -> Dict[str, Tensor]:
+    """Load an official checkpoint (flat, or wrapped under ``model``/``module``/``state_dict``, or under
+    ``wrapper_key`` when given, e.g. ``model_ema``).
 
     Research checkpoints often pickle more than tensors (an argparse ``args``, a yacs config, an
     optimizer): :func:`~mmcausal.utils.extract_checkpoint_data` takes the tensors out without running
@@ -26,7 +27,11 @@ def load_source_state_dict(path: str) -> Dict[str, Tensor]:
     checkpoint, foreign = extract_checkpoint_data(path, map_location='cpu')
     if foreign:
         print(f'{path}: ignored objects of {", ".join(foreign)} (kept as inert data, never executed)')
-    for key in WRAPPER_KEYS:
+    wrapped = isinstance(checkpoint, dict) and isinstance(checkpoint.get(wrapper_key), dict)
+    if wrapper_key is not None and not wrapped:
+        found = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise ValueError(f'{path!r} has no {wrapper_key!r} weights (it holds {found}).')
+    for key in ((wrapper_key, ) if wrapper_key else WRAPPER_KEYS):
         if isinstance(checkpoint, dict) and key in checkpoint and isinstance(checkpoint[key], dict):
             checkpoint = checkpoint[key]
             break
@@ -52,19 +57,25 @@ def rename_key(key: str, renames: Sequence[Tuple[str, str]]) -> Optional[str]:
 
 def converter_main(prog: str, description: str, src_help: str,
                    convert: Callable[[Dict[str, Tensor]], Dict[str, Tensor]],
-                   describe: Optional[Callable[[Dict[str, Tensor]], Tuple[dict, str]]] = None) -> None:
+                   describe: Optional[Callable[[Dict[str, Tensor]], Tuple[dict, str]]] = None,
+                   add_options: Optional[Callable[[argparse.ArgumentParser], None]] = None) -> None:
     """The command line every ``tools/model_converters/*2mmcausal.py`` shares: ``SRC DST``.
 
     Loads SRC safely, converts it, optionally prints ``describe(converted)[1]`` and stores its
     ``[0]`` in the checkpoint meta, saves DST; a bad file ends with ``prog: message`` and exit status 1.
+    With ``add_options`` (which adds converter-specific arguments) ``convert`` is called as
+    ``convert(state_dict, args)``, and ``args.source_key`` (if set) picks the weights inside SRC.
     """
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('src', help=src_help)
     parser.add_argument('dst', help='output mmcausal checkpoint (.pth)')
+    if add_options is not None:
+        add_options(parser)
     args = parser.parse_args()
     try:
-        state_dict = convert(load_source_state_dict(args.src))
+        source = load_source_state_dict(args.src, getattr(args, 'source_key', None))
+        state_dict = convert(source, args) if add_options is not None else convert(source)
     except (OSError, RuntimeError, ValueError, KeyError) as error:
         # KeyError's str() is the repr of its message; show the message itself
         message = error.args[0] if isinstance(error, KeyError) and error.args else error

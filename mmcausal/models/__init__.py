@@ -1,2 +1,2 @@
-"""Models: shared layers, backbones and necks (all registered in MMEngine's root ``MODELS``)."""
-from . import backbones, layers, necks, selfsup  # noqa: F401
+"""Models: shared layers, backbones, heads and necks (all registered in MMEngine's root ``MODELS``)."""
+from . import backbones, heads, layers, necks, selfsup  # noqa: F401

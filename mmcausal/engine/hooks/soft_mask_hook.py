@@ -2,11 +2,11 @@
 from typing import Optional
 
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 
 from mmcausal.registry import HOOKS
 from mmcausal.utils.validation import check_choice
+from .backbone_access import runner_backbone
 
 SCHEDULES = ('linear', 'constant')
 
@@ -53,13 +53,7 @@ class SoftMaskHook(Hook):
 
     @staticmethod
     def _backbone(runner: Runner):
-        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-        backbone = getattr(model, 'backbone', None)
-        if backbone is None or not hasattr(backbone, 'soft_mask_rate'):
-            raise TypeError(f'SoftMaskHook needs a model whose `backbone` has a `soft_mask_rate` (e.g. ILLaMA); '
-                            f'got {type(model).__name__} with backbone {type(backbone).__name__}. '
-                            'Remove the hook from `custom_hooks` for this model.')
-        return backbone
+        return runner_backbone(runner, 'soft_mask_rate', 'SoftMaskHook (e.g. for ILLaMA)')
 
     def cutoff_iters(self, runner: Runner) -> int:
         return self.cutoff * len(runner.train_dataloader) if self.by_epoch else self.cutoff

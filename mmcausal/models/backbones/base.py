@@ -198,18 +198,22 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
         return tuple(outs)
 
     def _format_output(self, tokens: Tensor, layout: TokenLayout) -> Tensor:
-        """Turn the ``(B, N(+1), D)`` tokens of one block into the configured ``out_type`` (patches back in
-        raster order when the layout reordered them)."""
+        """Turn the ``(B, N(+1), D)`` tokens of one block into the configured ``out_type``: patches back in raster
+        order when the layout reordered them, without the padding the backbone added beyond the image's grid."""
         if self.out_type == 'raw':
             return tokens
         patches, cls = split_cls_token(tokens, layout.cls_position)
         if self.out_type == 'cls_token':
             return cls
-        if self.out_type == 'avg_featmap':
-            return self.pool_norm(patches.mean(dim=1))
+        grid = layout.grid
         if layout.order is not None:
             patches = patches[:, layout.order.argsort()]
-        return tokens_to_featmap(patches, layout.grid)
+        if layout.image_grid is not None and tuple(layout.image_grid) != tuple(grid):
+            grid = tuple(layout.image_grid)
+            patches = patches.unflatten(1, layout.grid)[:, :grid[0], :grid[1]].flatten(1, 2)
+        if self.out_type == 'avg_featmap':
+            return self.pool_norm(patches.mean(dim=1))
+        return tokens_to_featmap(patches, grid)
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay: stem 0, block ``i`` -> ``i + 1``, rest ``L + 1``."""

@@ -18,17 +18,24 @@ from .pos_embed import resize_pos_embed
 from .rope import (
     AS2D_SCALINGS,
     ROPE_MODES,
+    ROPE_PAIRINGS,
     GridRoPE,
+    LearnableRoPE,
     RopeConfigError,
     apply_rotary,
+    apply_unpaired_rotary,
     auto_scale,
     check_rope_mode,
+    defocus_frequencies,
     grid_positions,
     rope_angles_1d,
     rope_angles_2d,
     rope_frequencies,
 )
+from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan
+from .ssm import DefocusMambaMixer, group_rms_norm
 from .subsample import SubsampledAttention
+from .token_order import TokenOrderError, sectioned_order
 from .tokens import CLS_POSITIONS, insert_cls_token, split_cls_token, tokens_to_featmap
 from .window import WindowedAttention, window_key_mask, window_partition, window_unpartition
 
@@ -39,5 +46,7 @@ __all__ = [
     'AS2D_SCALINGS', 'ROPE_MODES', 'GridRoPE', 'RopeConfigError', 'apply_rotary', 'auto_scale', 'check_rope_mode',
     'grid_positions', 'rope_angles_1d', 'rope_angles_2d', 'rope_frequencies', 'CLS_POSITIONS', 'insert_cls_token',
     'split_cls_token', 'tokens_to_featmap', 'SubsampledAttention', 'WindowedAttention', 'window_key_mask',
-    'window_partition', 'window_unpartition'
+    'window_partition', 'window_unpartition', 'ROPE_PAIRINGS', 'LearnableRoPE', 'apply_unpaired_rotary',
+    'defocus_frequencies', 'SCAN_IMPLS', 'ScanConfigError', 'chunked_selective_scan', 'selective_scan',
+    'DefocusMambaMixer', 'group_rms_norm', 'TokenOrderError', 'sectioned_order'
 ]

@@ -24,12 +24,19 @@ class TokenLayout:
         rope: the :class:`GridRoPE` policy that made ``angles`` (mixers derive their own tables from it).
         order: optional ``(N,)`` permutation: sequence slot ``t`` holds grid cell ``order[t]`` (raster order when
             None); outputs are put back in raster order before they become feature maps.
+        image_grid: the patch grid of the image before any padding the backbone added beyond ``grid`` (e.g. to
+            whole rearrangement sections); feature maps are cropped to it. None = ``grid``.
+        position_scale: 1-D sequence positions are divided by it (De-focus ``rope_scale_factor``).
+        decay_scale: learnable decay rates are divided by it (De-focus ``delta_scale_factor``).
     """
     grid: Tuple[int, int]
     cls_position: Optional[str] = None
     angles: Optional[Tensor] = None
     rope: Optional[GridRoPE] = None
     order: Optional[Tensor] = None
+    image_grid: Optional[Tuple[int, int]] = None
+    position_scale: float = 1.
+    decay_scale: float = 1.
     _memo: Dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property

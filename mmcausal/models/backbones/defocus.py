@@ -1,0 +1,150 @@
+"""De-focus Mamba (Tao et al. 2024, "Learning 1D Causal Visual Representation with De-focus Attention Networks").
+
+Sequence ``[patch_1 .. patch_N, cls]`` (class token last, no position embedding), then ``depth`` blocks
+``x + DropPath(Mixer(RMSNorm(x)))`` (no FFN; :class:`~mmcausal.models.layers.DefocusMambaMixer`) and a final
+LayerNorm. Causal by construction: token ``t`` only sees tokens ``s <= t`` (causal conv and scan).
+
+Resolution transfer (notes B4): ``delta_scale_factor`` divides the step sizes Delta (the decay rates) and
+``rope_scale_factor`` the RoPE positions; the released detector uses ``4.57 ~ r`` and ``20.0 ~ r^2`` for 1024 px
+inputs to a 224 px model (``r = 1024 / 224``). ``'auto'`` derives them from every input instead: ``r^2`` is its
+patch count over the ``img_size`` grid's. ``patch_rearrange`` visits the image section by section (sections of the
+``img_size`` grid, :func:`~mmcausal.models.layers.sectioned_order`), padding it to whole sections.
+"""
+import math
+from functools import partial
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from mmengine.model import ModuleList
+from torch import Tensor, nn
+
+from mmcausal.registry import MODELS
+from ..layers import (
+    DefocusMambaMixer,
+    TokenLayout,
+    TransformerBlock,
+    build_norm_layer,
+    insert_cls_token,
+    sectioned_order,
+)
+from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
+
+ScaleFactor = Union[float, str]
+
+
+def check_scale_factor(name: str, value: ScaleFactor) -> ScaleFactor:
+    """A positive number or ``'auto'``; a clear error otherwise."""
+    if value == 'auto' or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
+        return value
+    raise BackboneConfigError(f'{name} must be a positive number or "auto", got {value!r}.')
+
+
+@MODELS.register_module()
+class DefocusMamba(PlainBackbone):
+    """De-focus Mamba backbone.
+
+    Args:
+        arch: ``'small' | 'base' | 'large'`` (or ``s/b/l``), or a dict with ``embed_dims``, ``num_layers`` (and
+            optionally ``expand`` 2, ``state_dims`` 16, ``dt_rank`` 48).
+        img_size: the (pre-)training resolution: the reference of ``'auto'`` scaling and the section size of
+            ``patch_rearrange``. Any input size runs (zero-padded bottom/right to a multiple of ``patch_size``).
+        delta_scale_factor: Delta divisor (the official name); a number or ``'auto'`` (``r``).
+        rope_scale_factor: RoPE position divisor; a number or ``'auto'`` (``r^2``).
+        patch_rearrange: sectioned token order for inputs larger than ``img_size`` (the released detector); the
+            padding to whole sections is dropped from every output, which is why ``out_type='raw'`` is refused.
+        rope: RoPE on B/C: ``'unpaired'`` (released weights), ``'paired'`` or None.
+        legacy_bf16_rope: round RoPE angles to bf16 in training, as the official training did.
+        norm_group_size: channels per GroupRMS group of the mixer output (0 = none).
+        out_indices, out_type, frozen_stages, with_cp: as mmpretrain's ViT (``'raw'``: all tokens, cls last,
+            in sequence order; ``'featmap'``: patches back in raster order, cropped to the input's grid).
+        final_norm_cfg: the final norm (``LN`` eps 1e-6; the official detection backbone uses eps 1e-5).
+        norm_cfg: the block norm (RMSNorm eps 1e-5).
+        drop_path_rate: stochastic depth of the last block (linear from 0); a hook may schedule it.
+        scan_impl, chunk_size: selective scan implementation, see :func:`~mmcausal.models.layers.selective_scan`.
+    """
+    arch_zoo = {
+        ('s', 'small'): dict(embed_dims=384, num_layers=24),
+        ('b', 'base'): dict(embed_dims=768, num_layers=24),
+        ('l', 'large'): dict(embed_dims=1024, num_layers=48),
+    }
+    cls_position = 'last'
+    stem_parameters = ('cls_token', )
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'base',
+                 img_size: Union[int, Tuple[int, int]] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 delta_scale_factor: ScaleFactor = 1.,
+                 rope_scale_factor: ScaleFactor = 1.,
+                 patch_rearrange: bool = False,
+                 rope: Optional[str] = 'unpaired',
+                 legacy_bf16_rope: bool = False,
+                 norm_group_size: int = 64,
+                 out_indices: Union[int, Sequence[int]] = -1,
+                 out_type: str = 'cls_token',
+                 final_norm: bool = True,
+                 final_norm_cfg: Optional[dict] = None,
+                 norm_cfg: Optional[dict] = None,
+                 drop_path_rate: float = 0.,
+                 scan_impl: str = 'auto',
+                 chunk_size: Optional[int] = None,
+                 frozen_stages: int = -1,
+                 with_cp: bool = False,
+                 init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers'))
+        self.embed_dims = setting['embed_dims']
+        self.num_layers = setting['num_layers']
+        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
+        if patch_rearrange and out_type == 'raw':
+            raise BackboneConfigError('out_type="raw" returns the token sequence, which with patch_rearrange=True is '
+                                      'in section order and holds the padding to whole sections; use "featmap", '
+                                      '"avg_featmap" or "cls_token".')
+        self.delta_scale_factor = check_scale_factor('delta_scale_factor', delta_scale_factor)
+        self.rope_scale_factor = check_scale_factor('rope_scale_factor', rope_scale_factor)
+        self.patch_rearrange = patch_rearrange
+        self.patch_size = patch_size
+
+        self._build_patch_embed(in_channels, patch_size, img_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
+        mixer = partial(DefocusMambaMixer, expand=setting.get('expand', 2), state_dims=setting.get('state_dims', 16),
+                        dt_rank=setting.get('dt_rank', 48), norm_group_size=norm_group_size, rope=rope,
+                        legacy_bf16_rope=legacy_bf16_rope, scan_impl=scan_impl, chunk_size=chunk_size)
+        norm_cfg = norm_cfg or dict(type='RMSNorm', eps=1e-5)
+        # mmengine's ModuleList passes init_weights on, so every mixer restores its dt_proj init after the Linear init
+        self.layers = ModuleList(
+            TransformerBlock(self.embed_dims, mixer, None, norm_cfg=norm_cfg) for _ in range(self.num_layers))
+        self.drop_path_rate = drop_path_rate
+        final_norm_cfg = final_norm_cfg or dict(type='LN', eps=1e-6)
+        self.norm = build_norm_layer(final_norm_cfg, self.embed_dims) if final_norm else nn.Identity()
+        self.pool_norm = nn.Identity()
+        self.with_cp = with_cp
+        self._freeze_stages()
+
+    @staticmethod
+    def _resolve_scale(factor: ScaleFactor, auto_value: float) -> float:
+        return auto_value if factor == 'auto' else float(factor)
+
+    def _pad_to_sections(self, x: Tensor) -> Tensor:
+        """Zero-pad ``x`` at the bottom/right to whole sections (``img_size`` grids) of patches."""
+        rows, cols = (side * self.patch_size for side in self.patch_resolution)
+        return F.pad(x, (0, -x.shape[-1] % cols, 0, -x.shape[-2] % rows))
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
+        check_image_batch(x, self.in_channels)
+        image_grid = (math.ceil(x.shape[-2] / self.patch_size), math.ceil(x.shape[-1] / self.patch_size))
+        if self.patch_rearrange:
+            x = self._pad_to_sections(x)
+        patches, grid = self.patch_embed(x)
+        order = sectioned_order(grid, self.patch_resolution, patches.device) if self.patch_rearrange else None
+        if order is not None:
+            patches = patches[:, order]
+        tokens = insert_cls_token(patches, self.cls_token, self.cls_position)
+        area_ratio = image_grid[0] * image_grid[1] / (self.patch_resolution[0] * self.patch_resolution[1])
+        layout = TokenLayout(grid, self.cls_position, order=order, image_grid=image_grid,
+                             position_scale=self._resolve_scale(self.rope_scale_factor, area_ratio),
+                             decay_scale=self._resolve_scale(self.delta_scale_factor, math.sqrt(area_ratio)))
+        return self.run_layers(tokens, layout)

@@ -1,0 +1,3 @@
+from .defocus_head import DefocusClsHead
+
+__all__ = ['DefocusClsHead']

@@ -1,0 +1,86 @@
+"""De-focus's classification head with the auxiliary token loss (paper Sec. 3.3 and the released code, notes B1)."""
+from typing import List, Optional, Tuple
+
+import torch
+from mmpretrain.models.heads import ClsHead
+from mmpretrain.structures import DataSample
+from torch import Tensor, nn
+
+from mmcausal.registry import MODELS
+from mmcausal.utils.validation import check_choice
+
+AUX_LOSSES = ('per_token', 'pooled')
+
+
+def build_classifier(in_channels: int, num_classes: int, hidden_dims: Optional[int]) -> nn.Module:
+    """``Linear(D, C)``, or with ``hidden_dims`` the large models' ``Linear(D, H) -> Tanh -> Linear(H, C)``."""
+    if hidden_dims is None:
+        return nn.Linear(in_channels, num_classes)
+    return nn.Sequential(nn.Linear(in_channels, hidden_dims), nn.Tanh(), nn.Linear(hidden_dims, num_classes))
+
+
+@MODELS.register_module()
+class DefocusClsHead(ClsHead):
+    """Classify the class token; train with an auxiliary loss on the patch tokens.
+
+    Takes the backbone's ``out_type='raw'`` tokens ``(B, N + 1, D)`` with the class token last. Prediction uses
+    ``fc(cls)`` only. The training loss is ``(1 - w) CE(fc(cls)) + w L_aux`` with ``w = aux_weight`` (0.5 in the
+    official code) and
+
+    * ``'per_token'`` (the released code): ``L_aux = mean_t CE(aux_fc(x_t))`` over every patch token, the (soft)
+      target broadcast to each token;
+    * ``'pooled'`` (the paper's text, "average pooling then FC"): ``L_aux = CE(aux_fc(mean_t x_t))``;
+    * ``None``: no auxiliary loss (``w`` ignored, no ``aux_fc``).
+
+    Args:
+        num_classes: number of classes.
+        in_channels: token width ``D``.
+        aux_loss: ``'per_token' | 'pooled' | None``.
+        aux_weight: ``w``.
+        hidden_dims: hidden width of the MLP classifiers of the large models (``3 D``); None = linear.
+        loss, topk, cal_acc, init_cfg: as :class:`mmpretrain.models.heads.ClsHead`.
+    """
+
+    def __init__(self, num_classes: int, in_channels: int, aux_loss: Optional[str] = 'per_token',
+                 aux_weight: float = .5, hidden_dims: Optional[int] = None,
+                 init_cfg: Optional[dict] = dict(type='TruncNormal', layer='Linear', std=.02), **kwargs) -> None:
+        super().__init__(init_cfg=init_cfg, **kwargs)
+        self.aux_loss = None if aux_loss is None else check_choice('aux_loss', aux_loss, AUX_LOSSES)
+        self.aux_weight = aux_weight
+        self.fc = build_classifier(in_channels, num_classes, hidden_dims)
+        if self.aux_loss is not None:
+            self.aux_fc = build_classifier(in_channels, num_classes, hidden_dims)
+
+    def pre_logits(self, feats: Tuple[Tensor, ...]) -> Tensor:
+        """The class token ``(B, D)`` of the last output."""
+        return feats[-1][:, -1]
+
+    def forward(self, feats: Tuple[Tensor, ...]) -> Tensor:
+        """Class-token logits ``(B, num_classes)``."""
+        return self.fc(self.pre_logits(feats))
+
+    def loss(self, feats: Tuple[Tensor, ...], data_samples: List[DataSample], **kwargs) -> dict:
+        tokens = feats[-1]
+        losses = self._get_loss(self.fc(tokens[:, -1]), data_samples, **kwargs)
+        if self.aux_loss is None:
+            return losses
+        patches = tokens[:, :-1]
+        if self.aux_loss == 'pooled':
+            aux = self._get_loss(self.aux_fc(patches.mean(dim=1)), data_samples, **kwargs)['loss']
+        else:
+            logits = self.aux_fc(patches)  # (B, N, C)
+            aux = self._get_loss(logits.flatten(0, 1), data_samples, repeat=logits.shape[1], **kwargs)['loss']
+        losses['loss'] = (1 - self.aux_weight) * losses['loss']
+        losses['loss_aux'] = self.aux_weight * aux
+        return losses
+
+    def _get_loss(self, cls_score: Tensor, data_samples: List[DataSample], repeat: int = 1, **kwargs) -> dict:
+        """``ClsHead._get_loss`` for scores of ``repeat`` consecutive rows per sample (targets repeated)."""
+        if repeat == 1:
+            return super()._get_loss(cls_score, data_samples, **kwargs)
+        if 'gt_score' in data_samples[0]:
+            target = torch.stack([sample.gt_score for sample in data_samples])
+        else:
+            target = torch.cat([sample.gt_label for sample in data_samples])
+        target = target.repeat_interleave(repeat, dim=0)
+        return dict(loss=self.loss_module(cls_score, target, avg_factor=cls_score.size(0), **kwargs))

@@ -1,0 +1,214 @@
+"""Selective scan (Mamba's S6 recurrence, Gu & Dao 2023, Alg. 2), pure PyTorch and fast on CPU.
+
+For every channel ``e`` and state dim ``n`` (diagonal, real ``A``)::
+
+    h_t = exp(delta_t,e * A_e,n) * h_{t-1} + delta_t,e * u_t,e * B_t,n
+    y_t,e = sum_n h_t,e,n * C_t,n
+
+:func:`selective_scan` is the one entry point. It runs ``mamba_ssm``'s CUDA kernel when that optional package
+is installed with its extension and the tensors are on CUDA, and :func:`chunked_selective_scan` everywhere else.
+
+The chunked scan splits the sequence into ``L / T`` chunks of ``T`` tokens (``T ~ sqrt(L)``):
+
+1. a local scan inside every chunk from a zero state, all chunks at once (``T`` vectorised steps);
+2. the state entering each chunk, from the chunk-final local states (``L / T`` steps of ``(B, E, N)``);
+3. the carried-in state's contribution ``C_t . (exp(sum_{chunk start..t} delta A) * h_in)``, one batched matmul.
+
+So ``~2 sqrt(L)`` Python steps instead of ``L``, the same arithmetic as the sequential recurrence (work-efficient:
+no ``T x T`` intra-chunk tensor, which for per-(channel, state) decays would cost ``T`` times more work), and every
+exponential is of a non-positive number (a decay from the chunk start), so it is finite at any chunk size (the
+closed form ``e^{A cumsum} cumsum(e^{-A cumsum} ...)`` of some CPU scans divides by decays and overflows). The
+state is fp32. Under autograd the whole scan is checkpointed: only the inputs (``O(L (E + N))``) are kept for
+backward and the ``(B, L, E, N)`` intermediates of one layer exist only transiently, as in the CUDA kernel, which
+also recomputes the states in its backward pass.
+"""
+import math
+from typing import Callable, List, NamedTuple, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.validation import check_choice
+
+SCAN_IMPLS = ('auto', 'chunked', 'mamba_ssm')
+
+
+class ScanConfigError(UserInputError, ValueError):
+    """An invalid selective-scan setting (unknown implementation, unavailable kernel, bad chunk size)."""
+
+
+def mamba_ssm_kernel() -> Optional[Callable]:
+    """``mamba_ssm``'s ``selective_scan_fn`` if the package *and* its compiled CUDA extension are installed.
+
+    Since mamba_ssm 2.2.5 the extension is optional at install time; the module then imports but its
+    ``selective_scan_cuda`` is None, so importability alone is not enough.
+    """
+    try:
+        from mamba_ssm.ops import selective_scan_interface as interface
+    except ImportError:
+        return None
+    if getattr(interface, 'selective_scan_cuda', None) is None:
+        return None
+    return interface.selective_scan_fn
+
+
+class _Chunks(NamedTuple):
+    """The scan's operands padded to whole chunks and viewed ``(batch, chunks, T, ...)``, in the compute dtype."""
+    u: Tensor  # (b, c, T, E)
+    delta: Tensor  # (b, c, T, E, 1)
+    x: Tensor  # delta * u, (b, c, T, E, 1)
+    B: Tensor  # (b, c, T, 1, N)
+    C: Tensor  # (b, c, T, N, 1)
+    A: Tensor  # (E, N)
+
+    def zero_state(self) -> Tensor:
+        """A zero state for every chunk, ``(b, c, E, N)``."""
+        return self.x.new_zeros(*self.x.shape[:2], *self.A.shape)
+
+    def decay(self, index: int) -> Tensor:
+        """``exp(delta_t A)`` at position ``index`` of every chunk, ``(b, c, E, N)``."""
+        return torch.exp(self.delta[:, :, index] * self.A)
+
+    def step(self, state: Tensor, index: int) -> Tensor:
+        """``h <- exp(delta A) h + delta u B`` at position ``index`` of every chunk."""
+        return torch.addcmul(self.x[:, :, index] * self.B[:, :, index], self.decay(index), state)
+
+
+def _chunk(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, size: int) -> _Chunks:
+    dtype = torch.promote_types(u.dtype, torch.float32)  # fp32 state (fp64 for gradcheck)
+    batch, length, channels = u.shape
+    pad = -length % size  # padded steps: decay 1, input 0
+    u, delta, B, C = (F.pad(t.to(dtype), (0, 0, 0, pad)).unflatten(1, (-1, size)) for t in (u, delta, B, C))
+    delta = delta.unsqueeze(-1)
+    return _Chunks(u, delta, delta * u.unsqueeze(-1), B.unsqueeze(-2), C.unsqueeze(-1), A.to(dtype))
+
+
+def _carry(local_end: Tensor, chunk_decay: Tensor, reverse: bool = False) -> Tensor:
+    """States entering every chunk, ``(b, c, E, N)``, from each chunk's zero-start final state and total decay:
+    ``entering_c = decay_{c-1} * entering_{c-1} + local_end_{c-1}`` (from the right with ``reverse``)."""
+    chunks = local_end.shape[1]
+    order = range(chunks - 1, -1, -1) if reverse else range(chunks)
+    carried = torch.zeros_like(local_end[:, 0])
+    entering = [carried] * chunks
+    for chunk in order:
+        entering[chunk] = carried
+        carried = torch.addcmul(local_end[:, chunk], chunk_decay[:, chunk], carried)
+    return torch.stack(entering, dim=1)
+
+
+class _ChunkedScan(torch.autograd.Function):
+    """The chunked scan with a hand-written backward: it saves the inputs and the ``L / T`` chunk-entering states
+    and rebuilds the states of the layer in backward (no autograd graph of ``L`` steps)."""
+
+    @staticmethod
+    def forward(ctx, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, size: int) -> Tensor:
+        ops = _chunk(u, delta, A, B, C, size)
+        state = ops.zero_state()
+        for index in range(size):  # 1. final local state of every chunk, all chunks at once
+            state = ops.step(state, index)
+        chunk_decay = torch.exp(ops.delta.sum(dim=2) * ops.A)  # exp of a non-positive number
+        entering = state = _carry(state, chunk_decay)  # 2. the state entering each chunk
+        outputs = []
+        for index in range(size):  # 3. every chunk from its entering state, with outputs y_t = h_t C_t
+            state = ops.step(state, index)
+            outputs.append(torch.matmul(state, ops.C[:, :, index]).squeeze(-1))
+        ctx.save_for_backward(u, delta, A, B, C, entering)
+        ctx.size = size
+        y = torch.stack(outputs, dim=2).flatten(1, 2)
+        return y[:, :u.shape[1]]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_y: Tensor):
+        u, delta, A, B, C, entering = ctx.saved_tensors
+        size, length = ctx.size, u.shape[1]
+        ops = _chunk(u, delta, A, B, C, size)
+        grad_y = F.pad(grad_y.to(ops.A.dtype), (0, 0, 0, -length % size)).unflatten(1, (-1, size))
+        decay = torch.exp(ops.delta * ops.A)  # (b, c, T, E, N)
+        states, state = [], entering
+        for index in range(size):  # h_t of every position
+            state = torch.addcmul(ops.x[:, :, index] * ops.B[:, :, index], decay[:, :, index], state)
+            states.append(state)
+        states = torch.stack(states, dim=2)
+        # dL/dh_t = gy_t C_t + exp(delta_t+1 A) dL/dh_t+1: the same scan backwards, with inputs gy_t C_t
+        source = grad_y.unsqueeze(-1) * ops.C.transpose(-1, -2)
+
+        def reverse_pass(passed: Tensor) -> Tuple[Tensor, List[Tensor]]:
+            """dL/dh of every position of every chunk, given what enters each chunk from the right."""
+            grads = [None] * size
+            for index in range(size - 1, -1, -1):
+                grads[index] = source[:, :, index] + passed
+                passed = decay[:, :, index] * grads[index]
+            return passed, grads
+
+        local_start, _ = reverse_pass(ops.zero_state())
+        chunk_decay = torch.exp(ops.delta.sum(dim=2) * ops.A)
+        _, grad_states = reverse_pass(_carry(local_start, chunk_decay, reverse=True))
+        grad_states = torch.stack(grad_states, dim=2)
+
+        previous = torch.cat((entering.unsqueeze(2), states[:, :, :-1]), dim=2)
+        grad_log_decay = grad_states * decay * previous  # dL/d(delta_t A)
+        grad_x = torch.matmul(grad_states, ops.B.transpose(-1, -2)).squeeze(-1)
+        grad_B = torch.matmul(ops.x.transpose(-1, -2), grad_states).squeeze(-2)
+        grad_C = torch.matmul(grad_y.unsqueeze(-2), states).squeeze(-2)
+        grad_A = torch.einsum('bctEn,bctE->En', grad_log_decay, ops.delta.squeeze(-1))
+        grad_delta = (grad_log_decay * ops.A).sum(-1) + grad_x * ops.u
+        grad_u = grad_x * ops.delta.squeeze(-1)
+
+        def unchunk(grad: Tensor, like: Tensor) -> Tensor:
+            return grad.flatten(1, 2)[:, :length].to(like.dtype)
+
+        return (unchunk(grad_u, u), unchunk(grad_delta, delta), grad_A.to(A.dtype), unchunk(grad_B, B),
+                unchunk(grad_C, C), None)
+
+
+def chunked_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor,
+                           chunk_size: Optional[int] = None) -> Tensor:
+    """The selective scan in ``L / T`` chunks (see the module docstring), fp32 state, differentiable.
+
+    Args:
+        u: ``(B, L, E)`` inputs.
+        delta: ``(B, L, E)`` step sizes ``Delta >= 0`` (softplus already applied).
+        A: ``(E, N)`` state matrix (diagonal, ``A <= 0``).
+        B, C: ``(B, L, N)`` input / output projections of the state.
+        chunk_size: ``T``; ``ceil(sqrt(L))`` by default.
+
+    Returns:
+        ``y`` ``(B, L, E)`` in fp32 (fp64 for fp64 inputs).
+    """
+    if chunk_size is not None and chunk_size < 1:
+        raise ScanConfigError(f'chunk_size must be a positive number of tokens, got {chunk_size}.')
+    length = u.shape[1]
+    return _ChunkedScan.apply(u, delta, A, B, C, chunk_size or max(1, math.isqrt(length - 1) + 1))
+
+
+def _mamba_ssm_scan(kernel: Callable, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
+    """The same scan through ``mamba_ssm``'s kernel (channels-first layout), returned ``(B, L, E)`` fp32."""
+    def channels_first(x: Tensor) -> Tensor:
+        return x.transpose(1, 2).contiguous()
+
+    y = kernel(channels_first(u), channels_first(delta), A.float(), channels_first(B), channels_first(C),
+               delta_softplus=False)
+    return y.transpose(1, 2).float()
+
+
+def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, impl: str = 'auto',
+                   chunk_size: Optional[int] = None) -> Tensor:
+    """``y = scan(u, delta, A, B, C)`` (module docstring); shapes as :func:`chunked_selective_scan`.
+
+    Args:
+        impl: ``'auto'`` (the ``mamba_ssm`` kernel for CUDA tensors when installed, else chunked), ``'chunked'``
+            or ``'mamba_ssm'`` (required; a clear error if it is not installed).
+        chunk_size: chunk length of the chunked scan.
+    """
+    check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
+    kernel = mamba_ssm_kernel() if impl != 'chunked' else None
+    if impl == 'mamba_ssm' and kernel is None:
+        raise ScanConfigError('scan_impl="mamba_ssm" needs mamba_ssm with its CUDA extension (pip install '
+                              'mamba-ssm); use scan_impl="auto" to fall back to the pure PyTorch scan.')
+    if kernel is not None and (impl == 'mamba_ssm' or u.is_cuda):
+        return _mamba_ssm_scan(kernel, u, delta, A, B, C)
+    return chunked_selective_scan(u, delta, A, B, C, chunk_size)

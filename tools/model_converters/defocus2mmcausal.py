@@ -1,0 +1,34 @@
+"""Convert an official De-focus Mamba checkpoint into an mmcausal checkpoint.
+
+    python tools/model_converters/defocus2mmcausal.py defocus_mamba_base.pth checkpoints/defocus-mamba-base_in1k.pth
+    python tools/model_converters/defocus2mmcausal.py --ema defocus_mamba_large_22k.pth large_22k-ema.pth
+    python tools/model_converters/defocus2mmcausal.py --head-rows map22kto1k.txt large_22k.pth large_22kto1k.pth
+    python tools/model_converters/defocus2mmcausal.py defocus_mamba_det_base.pth checkpoints/defocus-det-backbone.pth
+
+Classification files: the ``model`` weights, or ``model_ema`` with ``--ema``. ``--head-rows FILE`` (one class index
+per line, as the official ``data/map22kto1k.txt``) keeps those rows of the classifiers' last layer, like the
+official ``convert_22k_to_1k.py``. Detection files: flat or ``backbone.``-prefixed; only the backbone is kept. The
+file's yacs config is never executed.
+"""
+import argparse
+
+from mmcausal.converters import convert_defocus, converter_main
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--ema', dest='source_key', action='store_const', const='model_ema',
+                        help='convert the EMA weights (model_ema) instead of model')
+    parser.add_argument('--head-rows', help='text file of class indices to keep in the classifiers (22k -> 1k)')
+
+
+def convert(state_dict, args):
+    rows = None
+    if args.head_rows:
+        with open(args.head_rows) as file:
+            rows = [int(line) for line in file if line.strip()]
+    return convert_defocus(state_dict, rows)
+
+
+if __name__ == '__main__':
+    converter_main('defocus2mmcausal', __doc__, 'official De-focus Mamba checkpoint (.pth)', convert,
+                   add_options=add_options)
