@@ -5,5 +5,7 @@ from .illama import convert_illama
 from .pyramid_vision_llama import convert_pyramid_visionllama
 from .vision_llama import convert_visionllama_mae, describe_visionllama_mae, format_architecture
 
-__all__ = ['converter_main', 'load_source_state_dict', 'rename_key', 'save_checkpoint', 'convert_defocus',
-           'convert_illama', 'convert_pyramid_visionllama', 'convert_visionllama_mae', 'describe_visionllama_mae', 'format_architecture']
+__all__ = [
+    'converter_main', 'load_source_state_dict', 'rename_key', 'save_checkpoint', 'convert_defocus', 'convert_illama',
+    'convert_pyramid_visionllama', 'convert_visionllama_mae', 'describe_visionllama_mae', 'format_architecture'
+]

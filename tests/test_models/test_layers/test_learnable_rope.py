@@ -2,8 +2,13 @@
 import pytest
 import torch
 
-from mmcausal.models.layers import (LearnableRoPE, RopeConfigError, apply_rotary, apply_unpaired_rotary,
-                                    defocus_frequencies)
+from mmcausal.models.layers import (
+    LearnableRoPE,
+    RopeConfigError,
+    apply_rotary,
+    apply_unpaired_rotary,
+    defocus_frequencies,
+)
 from reference.official_defocus import official_freq, rotate_every_two
 
 
