@@ -202,7 +202,19 @@ DECAY_BIASES = {f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160
     'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-ms-crop-3x_coco.py',
     'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-1x_coco.py'}
 
+
+def _defocus(lr, epochs, warmup, layers, batch):  # notes B3: AdamW wd 0.05, warm-up + per-step cosine, bf16 AMP
+    return ('mmpretrain', 'AdamW', lr, 0.05, ADAMW, None, layers, batch,
+            [('LinearLR', 0, warmup), ('CosineAnnealingLR', warmup, epochs)], ('epochs', epochs), True)
+
+
+#: official recipes that clip gradients (the De-focus code: max norm 10); every other recipe does not clip
+CLIP_GRAD = {'defocus/defocus-mamba-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
+             'defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py': dict(max_norm=10.0)}
+
 RECIPES = {
+    'defocus/defocus-mamba-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 24, 512),
+    'defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py': _defocus(2e-5 * 256 / 512, 20, 2, 48, 256),
     **{f'pyramid_vision_llama/pyramid-vision-llama-{a}_8xb128-300e_in1k.py': _pyramid_imagenet()
        for a in ('small', 'base', 'large')},
     **{f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160k_ade20k-512x512.py': _pyramid_upernet()
@@ -267,7 +279,7 @@ def test_full_config_recipe(name):
     unit, steps = length
     assert cfg.train_cfg[f'max_{unit}'] == steps
     assert [(s.type, s.get('begin', 0), s.get('end', steps)) for s in cfg.param_scheduler] == schedule
-    assert cfg.optim_wrapper.get('clip_grad') is None  # no paper / official recipe clips gradients
+    assert cfg.optim_wrapper.get('clip_grad') == CLIP_GRAD.get(name)
     wrapper_cfg = cfg.optim_wrapper.to_dict()
     if amp is not None:
         assert (wrapper_cfg.get('type', 'OptimWrapper') == 'AmpOptimWrapper') == amp
@@ -275,6 +287,7 @@ def test_full_config_recipe(name):
     # AmpOptimWrapper asserts a GPU when it is constructed (its param groups are the OptimWrapper's).
     wrapper_cfg['type'] = 'OptimWrapper'
     wrapper_cfg.pop('loss_scale', None)
+    wrapper_cfg.pop('dtype', None)
     model = build_on_meta(cfg, scope)
     optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
     assert type(optimizer).__name__ == opt_type
@@ -302,3 +315,25 @@ def test_full_config_recipe(name):
     if layer_decay is not None:  # the deepest ids really are scaled
         assert any(g['lr'] == pytest.approx(lr * layer_decay**(num_layers + 1)) for n, g in groups
                    if n.startswith('backbone.patch_embed'))
+
+
+@pytest.mark.parametrize('name', sorted(CLIP_GRAD))
+def test_defocus_no_decay_set_is_the_official_rule(name):
+    """The official optimizer exempts 1-D parameters, biases, cls_token / pos_embed, names containing 'decay',
+    'alpha', 'beta' or 'gamma' and any name with a capital 'A' or 'D' (notes B3)."""
+    cfg = Config.fromfile(str(ROOT / 'configs' / name))
+    wrapper_cfg = dict(cfg.optim_wrapper.to_dict(), type='OptimWrapper')
+    wrapper_cfg.pop('dtype', None)
+    model = build_on_meta(cfg, 'mmpretrain')
+    optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
+    names = {id(p): n for n, p in model.named_parameters()}
+    no_decay = {names[id(p)] for g in optimizer.param_groups for p in g['params'] if g['weight_decay'] == 0}
+
+    def official_exempt(param_name, param):
+        short = param_name.split('.', 1)[1]  # the official model has no backbone. / head. prefix
+        return (param.ndim == 1 or short.endswith('.bias') or short in ('cls_token', 'pos_embed')
+                or any(word in short for word in ('decay', 'alpha', 'beta', 'gamma'))
+                or 'A' in short or 'D' in short)
+
+    assert no_decay == {n for n, p in model.named_parameters() if official_exempt(n, p)}
+    assert any(n.endswith('A_log') for n in no_decay)

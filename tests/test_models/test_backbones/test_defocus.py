@@ -1,0 +1,163 @@
+"""De-focus Mamba: sizes of the released models, the official forward (oracle), causality, resolution transfer."""
+import pytest
+import torch
+from mmengine.registry import init_default_scope
+from mmpretrain.structures import DataSample
+
+from mmcausal.converters import convert_defocus
+from mmcausal.models.backbones import DefocusMamba
+from mmcausal.models.backbones.base import BackboneConfigError
+from mmcausal.registry import MODELS
+from reference.official_defocus import DefocusMambaOfficial, official_freq
+
+TINY = dict(embed_dims=64, num_layers=2)  # E = 128, N = 16, R = 48 as released
+
+
+@pytest.mark.parametrize('arch,hidden,expected', [('small', None, 25_092_944), ('base', None, 92_650_832),
+                                                  ('large', 3072, 330_117_840)])
+def test_parameter_counts_with_both_heads_are_the_released_ones(arch, hidden, expected):
+    init_default_scope('mmpretrain')
+    with torch.device('meta'):
+        model = MODELS.build(dict(type='ImageClassifier', backbone=dict(type='DefocusMamba', arch=arch),
+                                  head=dict(type='DefocusClsHead', num_classes=1000,
+                                            in_channels=dict(small=384, base=768, large=1024)[arch],
+                                            hidden_dims=hidden)))
+    assert sum(p.numel() for p in model.parameters()) == expected
+
+
+def test_init_follows_the_released_code():
+    model = DefocusMamba(dict(TINY))
+    model.init_weights()
+    mixer = model.layers[0].attn
+    dt = torch.nn.functional.softplus(mixer.dt_proj.bias.detach())
+    torch.testing.assert_close(dt, torch.logspace(-3, -1, 128), rtol=1e-4, atol=0)  # log-spaced 1e-3 .. 1e-1
+    assert mixer.dt_proj.weight.abs().max() <= 48 ** -0.5 and mixer.dt_proj.weight.std() > 0.05  # U(+-R^-0.5)
+    torch.testing.assert_close(mixer.A_log.detach(), torch.log(torch.arange(1., 17.)).expand(128, 16))
+    assert (mixer.D == 1).all()
+    torch.testing.assert_close(mixer.rope.freq.detach(), official_freq(16))
+    assert mixer.in_proj.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    assert model.norm.eps == 1e-6 and model.layers[0].norm1.eps == 1e-5
+
+
+def _perturbed_official(**kwargs):
+    torch.manual_seed(0)
+    official = DefocusMambaOfficial(d=64, depth=2, e=128, num_classes=10, **kwargs).eval()
+    with torch.no_grad():  # non-trivial values everywhere, so a wrong mapping cannot hide
+        for name, param in official.named_parameters():
+            if name.endswith(('bias', 'weight')) and param.ndim == 1 or name.endswith(('.D', 'A_log', 'freq')):
+                param.add_(torch.randn_like(param) * 0.1)
+    return official
+
+
+def _ours(official_state, hidden=None, **backbone):
+    init_default_scope('mmpretrain')
+    model = MODELS.build(dict(
+        type='ImageClassifier',
+        backbone=dict(type='DefocusMamba', arch=dict(TINY), img_size=224, out_type='raw', **backbone),
+        head=dict(type='DefocusClsHead', num_classes=10, in_channels=64, hidden_dims=hidden))).eval()
+    model.load_state_dict(convert_defocus(official_state), strict=True)
+    return model
+
+
+@pytest.mark.parametrize('mlp_head,scales', [(False, (1.0, 1.0)), (True, (2.0, 4.0))])
+def test_converted_weights_give_the_official_logits(mlp_head, scales):
+    official = _perturbed_official(mlp_head=mlp_head, delta_scale=scales[0], rope_scale=scales[1])
+    ours = _ours(official.state_dict(), hidden=192 if mlp_head else None, delta_scale_factor=scales[0],
+                 rope_scale_factor=scales[1])
+    images = torch.randn(2, 3, 224, 224)
+    with torch.no_grad():
+        expected, actual = official(images), ours(images, mode='tensor')
+    assert (actual - expected).abs().max() < 1e-5
+
+
+def test_per_token_aux_loss_is_the_official_one_and_pooled_is_the_paper_one():
+    official = _perturbed_official()
+    ours = _ours(official.state_dict())
+    images, labels = torch.randn(2, 3, 224, 224), torch.tensor([3, 7])
+    samples = [DataSample().set_gt_label(int(label)) for label in labels]
+    with torch.no_grad():
+        losses = ours.loss(images, samples)
+        expected = official.aux_loss(images, labels)
+        assert (losses['loss'] + losses['loss_aux'] - expected).abs() < 1e-5
+        ours.head.aux_loss = 'pooled'
+        pooled = ours.loss(images, samples)['loss_aux']
+        tokens = ours.extract_feat(images)[-1]
+        paper = 0.5 * torch.nn.functional.cross_entropy(official.head2(tokens[:, :-1].mean(1)), labels)
+        assert (pooled - paper).abs() < 1e-6
+
+
+def test_soft_targets_are_broadcast_to_every_token():
+    head = MODELS.build(dict(type='DefocusClsHead', num_classes=4, in_channels=8, aux_weight=0.5,
+                             loss=dict(type='CrossEntropyLoss', use_soft=True)))
+    tokens = torch.randn(2, 5, 8)
+    scores = torch.softmax(torch.randn(2, 4), -1)
+    samples = [DataSample().set_gt_score(score) for score in scores]
+    losses = head.loss((tokens, ), samples)
+
+    def soft_ce(logits, target):
+        return -(target * logits.log_softmax(-1)).sum(-1).mean()
+
+    token_logits = head.aux_fc(tokens[:, :-1])
+    torch.testing.assert_close(losses['loss_aux'], 0.5 * soft_ce(token_logits.flatten(0, 1),
+                                                                   scores.repeat_interleave(4, 0)))
+    torch.testing.assert_close(losses['loss'], 0.5 * soft_ce(head.fc(tokens[:, -1]), scores))
+    predictions = head.predict((tokens, ))
+    torch.testing.assert_close(torch.stack([p.pred_score for p in predictions]),
+                               torch.softmax(head.fc(tokens[:, -1]), -1))
+
+
+def test_every_token_sees_only_the_tokens_before_it():
+    model = DefocusMamba(dict(TINY), img_size=64, patch_size=16, out_type='raw')
+    model.init_weights()  # a zero class token would stay zero: its gate SiLU(z) = 0
+    model.eval()
+    images = torch.randn(1, 3, 64, 64)
+    changed = images.clone()
+    changed[..., 32:48, 16:32] += 1  # patch (2, 1): sequence index 9 of 16
+    with torch.no_grad():
+        before, after = model(images)[0], model(changed)[0]
+    assert torch.equal(before[:, :9], after[:, :9])
+    assert (before[:, 9:] - after[:, 9:]).abs().amax(-1).min() > 0  # it and everything after it (cls too) change
+
+
+def test_auto_scales_equal_the_fixed_factors_of_the_same_ratio():
+    torch.manual_seed(0)
+    fixed = DefocusMamba(dict(TINY), img_size=32, patch_size=8, delta_scale_factor=2.0, rope_scale_factor=4.0).eval()
+    auto = DefocusMamba(dict(TINY), img_size=32, patch_size=8, delta_scale_factor='auto',
+                        rope_scale_factor='auto').eval()
+    auto.load_state_dict(fixed.state_dict())
+    images = torch.randn(2, 3, 64, 64)  # twice the side: r = 2, r^2 = 4
+    with torch.no_grad():
+        torch.testing.assert_close(auto(images), fixed(images))
+        plain = DefocusMamba(dict(TINY), img_size=32, patch_size=8).eval()
+        plain.load_state_dict(fixed.state_dict())
+        torch.testing.assert_close(auto(images[..., :32, :32]), plain(images[..., :32, :32]))  # r = 1 at img_size
+
+
+def test_rearranged_model_reads_the_image_section_by_section():
+    """Patch embedding has no overlap, so stacking the four sections of an image vertically gives a plain raster
+    sequence equal to the sectioned one: both models must agree cell by cell."""
+    torch.manual_seed(0)
+    kwargs = dict(arch=dict(TINY), img_size=32, patch_size=8, out_type='featmap')
+    rearranged = DefocusMamba(patch_rearrange=True, **kwargs).eval()
+    raster = DefocusMamba(**kwargs).eval()
+    raster.load_state_dict(rearranged.state_dict())
+    images = torch.randn(1, 3, 64, 64)  # 2 x 2 sections of 4 x 4 patches
+    stacked = torch.cat([images[..., r:r + 32, c:c + 32] for r in (0, 32) for c in (0, 32)], dim=-2)
+    with torch.no_grad():
+        out = rearranged(images)[0]
+        reference = raster(stacked)[0]  # (1, D, 16, 4)
+    sections = reference.split(4, dim=-2)
+    expected = torch.cat([torch.cat(sections[0:2], dim=-1), torch.cat(sections[2:4], dim=-1)], dim=-2)
+    torch.testing.assert_close(out, expected)
+    with torch.no_grad():  # an input that is not whole sections is padded, and the padding cropped away
+        cropped = rearranged(images[..., :50, :41])[0]
+        padded = torch.nn.functional.pad(images[..., :50, :41], (0, 23, 0, 14))
+        torch.testing.assert_close(cropped, rearranged(padded)[0][..., :7, :6])
+
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(delta_scale_factor=0), 'delta_scale_factor'), (dict(rope_scale_factor='big'), 'rope_scale_factor'),
+    (dict(arch='huge'), 'Unknown arch'), (dict(patch_rearrange=True, out_type='raw'), 'section order')])
+def test_bad_settings_are_explained(kwargs, match):
+    with pytest.raises(BackboneConfigError, match=match):
+        DefocusMamba(**{'arch': dict(TINY), **kwargs})
