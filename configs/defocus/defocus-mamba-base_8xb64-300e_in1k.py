@@ -1,7 +1,8 @@
 # De-focus Mamba-B on ImageNet-1K from scratch (paper Table 1: 82.0 top-1; the released
 # classification/configs/defocus_mamba_base.yaml, notes B3). Batch 512 = 8 GPUs x 64 (official: 16 x 32, the same
 # total, so the linearly scaled lr is the base 5e-4), 300 epochs, 20 linear warm-up epochs from 5e-7 then cosine to
-# 5e-6 per step, AdamW wd 0.05, gradient clipping at 10, EMA 0.9999 every step, bf16 autocast (no loss scaler),
+# 5e-6 per step, AdamW wd 0.05, gradient clipping at 10, EMA 0.9999 every step, bf16 autocast (no loss scaling: a
+# static scale of 1; mmengine's GradScaler then only skips steps whose gradients are not finite),
 # repeated augmentation (3 repeats), RandAugment m9, random erasing 0.25, mixup 0.8 / cutmix 1.0 (one of them per
 # batch), label smoothing 0.1, drop path 0.1 -> 0.75 per epoch (DropPathScheduleHook) and the auxiliary loss.
 #
@@ -39,6 +40,7 @@ warmup_epochs = 20
 optim_wrapper = dict(
     type='AmpOptimWrapper',
     dtype='bfloat16',
+    loss_scale=1.0,
     optimizer=dict(type='AdamW', lr=5e-4, weight_decay=0.05, eps=1e-8, betas=(0.9, 0.999)),
     clip_grad=dict(max_norm=10.0),
     paramwise_cfg=dict(

@@ -65,6 +65,8 @@ def convert_defocus(official: Dict[str, Tensor], head_rows: Optional[Sequence[in
         converted[new_key] = value
     if head_rows is not None:
         rows = list(head_rows)
+        if not rows or min(rows) < 0:
+            raise ValueError('head_rows must be a non-empty list of class indices >= 0.')
         for key in _last_layer_keys(converted):
             if max(rows) >= converted[key].shape[0]:
                 raise ValueError(f'head_rows reach class {max(rows)}, but {key} has {converted[key].shape[0]} rows.')

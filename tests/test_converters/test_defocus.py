@@ -1,6 +1,5 @@
 """defocus2mmcausal: official classification files (model / model_ema beside a pickled yacs config, MLP heads, the
 22k -> 1k head slice) and detection files (flat or backbone.-prefixed) -> mmcausal checkpoints."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ import pytest
 import torch
 from mmengine.registry import init_default_scope
 
+from foreign_pickles import save_with_config_node
 from mmcausal.converters import convert_defocus, load_source_state_dict
 from mmcausal.registry import MODELS
 from reference.official_defocus import DefocusMambaOfficial
@@ -24,22 +24,6 @@ def _official(seed, **kwargs):
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.05)
     return model
-
-
-def _save_with_config_node(data, path):
-    """torch.save ``data`` plus a yacs-like ``CfgNode`` (a class the converter's process cannot import)."""
-    module = type(os)('fake_yacs_config')
-
-    class CfgNode(dict):
-        pass
-
-    CfgNode.__module__, CfgNode.__qualname__ = module.__name__, 'CfgNode'
-    module.CfgNode = CfgNode
-    sys.modules[module.__name__] = module
-    try:
-        torch.save(dict(data, config=CfgNode(MODEL=CfgNode(TYPE='mamba'))), path)
-    finally:
-        del sys.modules[module.__name__]
 
 
 def _convert(src, dst, *options):
@@ -58,7 +42,8 @@ def _classifier(hidden=None, num_classes=12):
 def test_classification_file_converts_to_the_official_logits(tmp_path):
     model, model_ema = _official(0, mlp_head=True), _official(1, mlp_head=True)
     src, dst = tmp_path / 'defocus_mamba_large.pth', tmp_path / 'converted.pth'
-    _save_with_config_node(dict(model=model.state_dict(), model_ema=model_ema.state_dict(), epoch=19), src)
+    save_with_config_node(dict(model=model.state_dict(), model_ema=model_ema.state_dict(), epoch=19), src,
+                          config=dict(MODEL=dict(TYPE='mamba')))
     result = _convert(src, dst, '--ema')
     assert result.returncode == 0, result.stderr
     assert 'fake_yacs_config.CfgNode' in result.stdout  # reported, never executed
@@ -82,6 +67,8 @@ def test_head_rows_slice_the_classifiers_like_the_official_22k_to_1k():
     torch.testing.assert_close(ours.head.aux_fc[2].weight, model.head2[2].weight[rows])
     with pytest.raises(ValueError, match='head_rows reach class 12'):
         convert_defocus(model.state_dict(), head_rows=[12])
+    with pytest.raises(ValueError, match='non-empty'):
+        convert_defocus(model.state_dict(), head_rows=[])
 
 
 @pytest.mark.parametrize('prefix', ['', 'backbone.'])

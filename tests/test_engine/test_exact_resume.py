@@ -175,9 +175,10 @@ CLS_EPOCHS = 2
 CLS_ITERS_PER_EPOCH = 13  # 400 training images / batch 32
 
 
-def _cls_config(shapes_root: Path, work_dir: Path):
+def _two_epoch_config(config: str, shapes_root: Path, work_dir: Path, **options):
+    """A classification twin as shipped, shortened to 2 epochs (1 warm-up) with a checkpoint every epoch."""
     return load_config(
-        'illama/illama-nano-p8_1xb32-30e_shapes-64px.py', shapes_root, work_dir,
+        config, shapes_root, work_dir,
         **{
             'train_cfg.max_epochs': CLS_EPOCHS,
             'train_cfg.val_interval': 1,  # validation between epochs must not disturb training either
@@ -186,8 +187,13 @@ def _cls_config(shapes_root: Path, work_dir: Path):
             'param_scheduler.1.end': CLS_EPOCHS,
             'default_hooks.checkpoint.interval': 1,
             'default_hooks.checkpoint.max_keep_ckpts': -1,
-            'custom_hooks': [dict(type='SoftMaskHook', schedule='linear', cutoff=2, start=1.0)],
+            **options,
         })
+
+
+def _cls_config(shapes_root: Path, work_dir: Path):
+    return _two_epoch_config('illama/illama-nano-p8_1xb32-30e_shapes-64px.py', shapes_root, work_dir,
+                             custom_hooks=[dict(type='SoftMaskHook', schedule='linear', cutoff=2, start=1.0)])
 
 
 @pytest.mark.e2e
@@ -209,6 +215,44 @@ def test_cls_twin_resumes_bit_identically(shapes_root, tmp_path):
         for it, rate in rates.rates.items():
             assert rate == reference_rates.rates[it]
         _assert_bit_identical(resumed, reference, checkpoint.name)
+
+
+class RecordDropPathRate(Hook):
+    priority = 'LOW'  # after DropPathScheduleHook (NORMAL) has set the rate
+
+    def __init__(self) -> None:
+        self.rates = {}
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None):
+        self.rates[runner.iter] = runner.model.backbone.drop_path_rate
+
+
+def _defocus_config(shapes_root: Path, work_dir: Path):
+    """The De-focus twin as shipped (repeated-augmentation sampler, EMA, scheduled drop path, aux loss), 2 epochs."""
+    return _two_epoch_config('defocus/defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py', shapes_root, work_dir)
+
+
+@pytest.mark.e2e
+def test_defocus_twin_resumes_bit_identically(shapes_root, tmp_path):
+    cfg = _defocus_config(shapes_root, tmp_path / 'reference')
+    _assert_shipped_pipeline(cfg)
+    assert cfg.train_dataloader.sampler.type == 'RepeatAugSampler'
+    assert {hook['type'] for hook in cfg.custom_hooks} == {'DropPathScheduleHook', 'EMAHook'}
+    reference_rates = RecordDropPathRate()
+    reference = _run(cfg, reference_rates)
+    assert reference.iter == CLS_EPOCHS * CLS_ITERS_PER_EPOCH
+    mid = CLS_ITERS_PER_EPOCH + 6
+    work_dir = _interrupt(_defocus_config(shapes_root, tmp_path / 'crashed'), mid, crash_at=mid + 3)
+    for checkpoint in (work_dir / 'epoch_1.pth', work_dir / f'iter_{mid}.pth'):
+        rates = RecordDropPathRate()
+        resumed = _resume(_defocus_config(shapes_root, tmp_path / checkpoint.stem), checkpoint, rates)
+        assert rates.rates == {it: rate for it, rate in reference_rates.rates.items() if it in rates.rates}
+        assert set(rates.rates.values()) == {0.2}  # the last of 2 epochs: the schedule's end
+        _assert_bit_identical(resumed, reference, checkpoint.name)
+        resumed_ema = resumed.hooks[[type(h).__name__ for h in resumed.hooks].index('EMAHook')].ema_model
+        reference_ema = reference.hooks[[type(h).__name__ for h in reference.hooks].index('EMAHook')].ema_model
+        for name, value in resumed_ema.state_dict().items():
+            torch.testing.assert_close(value, reference_ema.state_dict()[name], rtol=0, atol=0, msg=name)
 
 
 SEG_ITERS = 24  # the InfiniteSampler's first pass is 128 images / batch 8 = 16 iterations

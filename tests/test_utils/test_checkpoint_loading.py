@@ -28,6 +28,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 import mmcausal  # noqa: F401  (applies the shims)
+from foreign_pickles import save_with_config_node
 from mmcausal.utils import (
     UNSAFE_LOAD_ENV,
     CheckpointFormatError,
@@ -211,19 +212,8 @@ def test_extraction_replaces_foreign_objects_and_runs_nothing(malicious, marker,
 
 def test_extraction_keeps_a_config_node_as_data(tmp_path):
     """The official De-focus files pickle a yacs ``CfgNode`` (a dict subclass) next to the weights."""
-    module = type(os)('fake_yacs_config')
-
-    class CfgNode(dict):
-        pass
-
-    CfgNode.__module__, CfgNode.__qualname__ = module.__name__, 'CfgNode'
-    module.CfgNode = CfgNode
-    sys.modules[module.__name__] = module
-    try:
-        path = _save_tmp({'model': state_dict(), 'config': CfgNode(MODEL=CfgNode(NAME='defocus_mamba'))},
-                         tmp_path)
-    finally:
-        del sys.modules[module.__name__]
+    path = tmp_path / 'defocus.pth'
+    save_with_config_node({'model': state_dict()}, path, config=dict(MODEL=dict(NAME='defocus_mamba')))
     with pytest.raises(UnsafeCheckpointError, match='fake_yacs_config.CfgNode'):
         load_checkpoint_file(path)
     data, foreign = extract_checkpoint_data(path)

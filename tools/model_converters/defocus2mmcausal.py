@@ -2,7 +2,7 @@
 
     python tools/model_converters/defocus2mmcausal.py defocus_mamba_base.pth checkpoints/defocus-mamba-base_in1k.pth
     python tools/model_converters/defocus2mmcausal.py --ema defocus_mamba_large_22k.pth large_22k-ema.pth
-    python tools/model_converters/defocus2mmcausal.py --head-rows map22kto1k.txt large_22k.pth large_22kto1k.pth
+    python tools/model_converters/defocus2mmcausal.py --ema --head-rows map22kto1k.txt large_22k.pth large_22kto1k.pth
     python tools/model_converters/defocus2mmcausal.py defocus_mamba_det_base.pth checkpoints/defocus-det-backbone.pth
 
 Classification files: the ``model`` weights, or ``model_ema`` with ``--ema``. ``--head-rows FILE`` (one class index

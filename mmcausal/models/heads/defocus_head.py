@@ -7,9 +7,14 @@ from mmpretrain.structures import DataSample
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
+from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 
 AUX_LOSSES = ('per_token', 'pooled')
+
+
+class HeadInputError(UserInputError, ValueError):
+    """The head got features of the wrong kind (e.g. pooled vectors instead of the token sequence)."""
 
 
 def build_classifier(in_channels: int, num_classes: int, hidden_dims: Optional[int]) -> nn.Module:
@@ -51,16 +56,25 @@ class DefocusClsHead(ClsHead):
         if self.aux_loss is not None:
             self.aux_fc = build_classifier(in_channels, num_classes, hidden_dims)
 
+    @staticmethod
+    def _tokens(feats: Tuple[Tensor, ...]) -> Tensor:
+        """The last output, checked to be the ``(B, N + 1, D)`` token sequence."""
+        tokens = feats[-1]
+        if tokens.dim() != 3:
+            raise HeadInputError(f'DefocusClsHead needs the token sequence (B, N + 1, D) with the class token last, '
+                                 f'got a tensor of shape {tuple(tokens.shape)}; set out_type="raw" in the backbone.')
+        return tokens
+
     def pre_logits(self, feats: Tuple[Tensor, ...]) -> Tensor:
         """The class token ``(B, D)`` of the last output."""
-        return feats[-1][:, -1]
+        return self._tokens(feats)[:, -1]
 
     def forward(self, feats: Tuple[Tensor, ...]) -> Tensor:
         """Class-token logits ``(B, num_classes)``."""
         return self.fc(self.pre_logits(feats))
 
     def loss(self, feats: Tuple[Tensor, ...], data_samples: List[DataSample], **kwargs) -> dict:
-        tokens = feats[-1]
+        tokens = self._tokens(feats)
         losses = self._get_loss(self.fc(tokens[:, -1]), data_samples, **kwargs)
         if self.aux_loss is None:
             return losses

@@ -32,7 +32,7 @@ from .rope import (
     rope_angles_2d,
     rope_frequencies,
 )
-from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan
+from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan, sequential_selective_scan
 from .ssm import DefocusMambaMixer, group_rms_norm
 from .subsample import SubsampledAttention
 from .token_order import TokenOrderError, sectioned_order
@@ -48,5 +48,5 @@ __all__ = [
     'split_cls_token', 'tokens_to_featmap', 'SubsampledAttention', 'WindowedAttention', 'window_key_mask',
     'window_partition', 'window_unpartition', 'ROPE_PAIRINGS', 'LearnableRoPE', 'apply_unpaired_rotary',
     'defocus_frequencies', 'SCAN_IMPLS', 'ScanConfigError', 'chunked_selective_scan', 'selective_scan',
-    'DefocusMambaMixer', 'group_rms_norm', 'TokenOrderError', 'sectioned_order'
+    'sequential_selective_scan', 'DefocusMambaMixer', 'group_rms_norm', 'TokenOrderError', 'sectioned_order'
 ]

@@ -22,8 +22,9 @@ like the CUDA kernel's: only the inputs (``O(L (E + N))``) and the ``L / T`` chu
 states of a layer are rebuilt in its backward pass and exist only while it runs (``O(L E N)``, one layer at a time),
 and the gradients come from one reverse sweep over the same slices.
 """
+import functools
 import math
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -33,13 +34,14 @@ from torch.autograd.function import once_differentiable
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 
-SCAN_IMPLS = ('auto', 'chunked', 'mamba_ssm')
+SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm')
 
 
 class ScanConfigError(UserInputError, ValueError):
     """An invalid selective-scan setting (unknown implementation, unavailable kernel, bad chunk size)."""
 
 
+@functools.lru_cache(maxsize=None)
 def mamba_ssm_kernel() -> Optional[Callable]:
     """``mamba_ssm``'s ``selective_scan_fn`` if the package *and* its compiled CUDA extension are installed.
 
@@ -53,6 +55,26 @@ def mamba_ssm_kernel() -> Optional[Callable]:
     if getattr(interface, 'selective_scan_cuda', None) is None:
         return None
     return interface.selective_scan_fn
+
+
+def sequential_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
+    """The recurrence one token at a time under autograd (what ``mamba_ssm``'s ``selective_scan_ref`` does): the
+    explicit reference. ``L`` Python steps, and autograd keeps every state; shapes as :func:`chunked_selective_scan`."""
+    dtype = torch.promote_types(u.dtype, torch.float32)
+    u, delta, B, C, A = (t.to(dtype) for t in (u, delta, B, C, A))
+    state = u.new_zeros(u.shape[0], *A.shape)
+    outputs = []
+    for index in range(u.shape[1]):
+        inputs = (delta[:, index] * u[:, index]).unsqueeze(-1) * B[:, index].unsqueeze(-2)
+        state = torch.addcmul(inputs, torch.exp(delta[:, index].unsqueeze(-1) * A), state)
+        outputs.append(torch.matmul(state, C[:, index].unsqueeze(-1)).squeeze(-1))
+    return torch.stack(outputs, dim=1)
+
+
+def check_chunk_size(chunk_size: Optional[int]) -> None:
+    """None (automatic) or a positive number of tokens; :class:`ScanConfigError` otherwise."""
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ScanConfigError(f'chunk_size must be a positive number of tokens or None, got {chunk_size!r}.')
 
 
 class _Chunks(NamedTuple):
@@ -180,24 +202,30 @@ def chunked_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Te
         delta: ``(B, L, E)`` step sizes ``Delta >= 0`` (softplus already applied).
         A: ``(E, N)`` state matrix (diagonal, ``A <= 0``).
         B, C: ``(B, L, N)`` input / output projections of the state.
-        chunk_size: ``T``; ``ceil(2 sqrt(L))`` by default (the fastest of those measured on CPU at L = 65, 197, 1025).
+        chunk_size: ``T``; ``ceil(2 sqrt(L))`` by default (the fastest of those measured on CPU at L = 65, 197, 1025
+            with ``tools/analysis_tools/benchmark_scan.py``).
 
     Returns:
         ``y`` ``(B, L, E)`` in fp32 (fp64 for fp64 inputs).
     """
-    if chunk_size is not None and chunk_size < 1:
-        raise ScanConfigError(f'chunk_size must be a positive number of tokens, got {chunk_size}.')
+    check_chunk_size(chunk_size)
     length = u.shape[1]
-    return _ChunkedScan.apply(u, delta, A, B, C, chunk_size or math.ceil(2 * math.sqrt(length)))
+    size = min(chunk_size or math.ceil(2 * math.sqrt(length)), length)
+    with torch.autocast(u.device.type, enabled=False):  # an fp32 scan also inside a bf16 / fp16 autocast region
+        return _ChunkedScan.apply(u, delta, A, B, C, size)
 
 
 def _mamba_ssm_scan(kernel: Callable, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
-    """The same scan through ``mamba_ssm``'s kernel (channels-first layout), returned ``(B, L, E)`` fp32."""
-    def channels_first(x: Tensor) -> Tensor:
-        return x.transpose(1, 2).contiguous()
+    """The same scan through ``mamba_ssm``'s kernel (channels-first layout), returned ``(B, L, E)`` fp32.
 
-    y = kernel(channels_first(u), channels_first(delta), A.float(), channels_first(B), channels_first(C),
-               delta_softplus=False)
+    The kernel needs ``u``, ``delta``, ``B`` and ``C`` in one dtype: all go in as fp32 (its state is fp32 anyway),
+    outside autocast, so a bf16-autocast training step passes them consistently."""
+    def channels_first(x: Tensor) -> Tensor:
+        return x.float().transpose(1, 2).contiguous()
+
+    with torch.autocast(u.device.type, enabled=False):
+        y = kernel(channels_first(u), channels_first(delta), A.float(), channels_first(B), channels_first(C),
+                   delta_softplus=False)
     return y.transpose(1, 2).float()
 
 
@@ -206,15 +234,21 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
     """``y = scan(u, delta, A, B, C)`` (module docstring); shapes as :func:`chunked_selective_scan`.
 
     Args:
-        impl: ``'auto'`` (the ``mamba_ssm`` kernel for CUDA tensors when installed, else chunked), ``'chunked'``
-            or ``'mamba_ssm'`` (required; a clear error if it is not installed).
+        impl: ``'auto'`` (the ``mamba_ssm`` kernel for CUDA tensors when installed, else chunked), ``'chunked'``,
+            ``'sequential'`` (the explicit reference) or ``'mamba_ssm'`` (required; a clear error if it is not
+            installed).
         chunk_size: chunk length of the chunked scan.
     """
     check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
+    if impl == 'sequential':
+        return sequential_selective_scan(u, delta, A, B, C)
     kernel = mamba_ssm_kernel() if impl != 'chunked' else None
     if impl == 'mamba_ssm' and kernel is None:
         raise ScanConfigError('scan_impl="mamba_ssm" needs mamba_ssm with its CUDA extension (pip install '
                               'mamba-ssm); use scan_impl="auto" to fall back to the pure PyTorch scan.')
-    if kernel is not None and (impl == 'mamba_ssm' or u.is_cuda):
+    if impl == 'mamba_ssm' and not u.is_cuda:
+        raise ScanConfigError(f'scan_impl="mamba_ssm" runs on CUDA tensors only, got {u.device}; use '
+                              'scan_impl="auto" or "chunked" on this device.')
+    if kernel is not None and u.is_cuda:
         return _mamba_ssm_scan(kernel, u, delta, A, B, C)
     return chunked_selective_scan(u, delta, A, B, C, chunk_size)

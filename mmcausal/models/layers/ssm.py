@@ -9,9 +9,10 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.validation import check_choice
 from .context import TokenLayout
 from .rope import LearnableRoPE
-from .scan import selective_scan
+from .scan import SCAN_IMPLS, ScanConfigError, check_chunk_size, selective_scan
 
 
 class MixerConfigError(UserInputError, ValueError):
@@ -66,7 +67,9 @@ class DefocusMambaMixer(BaseModule):
             raise MixerConfigError(f'The inner width {inner} (expand x embed_dims) must be a multiple of '
                                    f'norm_group_size={norm_group_size}.')
         self.state_dims, self.dt_rank, self.norm_group_size = state_dims, dt_rank, norm_group_size
-        self.scan_impl, self.chunk_size = scan_impl, chunk_size
+        self.scan_impl = check_choice('scan_impl', scan_impl, SCAN_IMPLS, ScanConfigError)
+        check_chunk_size(chunk_size)
+        self.chunk_size = chunk_size
         self.in_proj = nn.Linear(embed_dims, 2 * inner, bias=False)
         self.conv1d = nn.Conv1d(inner, inner, conv_kernel, groups=inner, padding=conv_kernel - 1)
         self.x_proj = nn.Linear(inner, dt_rank + 2 * state_dims, bias=False)

@@ -67,7 +67,7 @@ TINY: Dict[str, Tuple[Tiny, ...]] = {
     ),
     'DefocusMamba': (
         Tiny(dict(arch=dict(embed_dims=32, num_layers=3, dt_rank=4), img_size=32, patch_size=8)),
-        # sectioned token order with automatic scales: 37x45 px is 2x2 sections of the 32 px (4x4 patch) grid
+        # sectioned token order with automatic scales: 37x45 px is padded to 3x3 sections of the 16 px (2x2 patch) grid
         Tiny(dict(arch=dict(embed_dims=32, num_layers=3, dt_rank=4), img_size=16, patch_size=8, patch_rearrange=True,
                   delta_scale_factor='auto', rope_scale_factor='auto', rope='paired', out_type='featmap'),
              out_types=('cls_token', 'featmap', 'avg_featmap'), name='rearranged'),

@@ -8,6 +8,7 @@ from mmcausal.converters import convert_defocus
 from mmcausal.models.backbones import DefocusMamba
 from mmcausal.models.backbones.base import BackboneConfigError
 from mmcausal.registry import MODELS
+from mmcausal.utils.errors import UserInputError
 from reference.official_defocus import DefocusMambaOfficial, official_freq
 
 TINY = dict(embed_dims=64, num_layers=2)  # E = 128, N = 16, R = 48 as released
@@ -161,3 +162,9 @@ def test_rearranged_model_reads_the_image_section_by_section():
 def test_bad_settings_are_explained(kwargs, match):
     with pytest.raises(BackboneConfigError, match=match):
         DefocusMamba(**{'arch': dict(TINY), **kwargs})
+
+
+def test_head_on_pooled_features_says_to_return_the_tokens():
+    head = MODELS.build(dict(type='DefocusClsHead', num_classes=4, in_channels=8))
+    with pytest.raises(UserInputError, match='out_type="raw"'):
+        head.predict((torch.randn(2, 8), ))

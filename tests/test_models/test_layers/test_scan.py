@@ -6,7 +6,8 @@ import types
 import pytest
 import torch
 
-from mmcausal.models.layers import ScanConfigError, chunked_selective_scan, selective_scan
+from mmcausal.models.layers import DefocusMambaMixer, ScanConfigError, chunked_selective_scan, selective_scan
+from mmcausal.models.layers.scan import _mamba_ssm_scan, mamba_ssm_kernel
 from reference.official_defocus import sequential_scan
 
 
@@ -37,6 +38,12 @@ def test_chunked_scan_equals_the_recurrence_with_gradients(length, chunk_size):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize('impl', ['chunked', 'sequential'])
+def test_every_pure_pytorch_implementation_equals_the_oracle(impl):
+    operands = _operands(23)
+    torch.testing.assert_close(selective_scan(*operands, impl=impl), sequential_scan(*operands), rtol=1e-10, atol=1e-10)
+
+
 def test_chunked_scan_passes_gradcheck():
     u, delta, A, B, C = _operands(11, batch=1, channels=3, states=2)
     assert torch.autograd.gradcheck(lambda *x: chunked_selective_scan(*x, chunk_size=4), (u, delta, A, B, C))
@@ -53,17 +60,27 @@ def test_chunked_scan_is_finite_with_strong_decays_at_every_chunk_size(chunk_siz
     torch.testing.assert_close(actual, sequential_scan(*operands), rtol=1e-4, atol=1e-4)
 
 
-def test_fp32_inputs_keep_an_fp32_state_and_match():
+def test_bf16_inputs_keep_an_fp32_state_and_match():
     operands = _operands(97, dtype=torch.float32)
     actual = chunked_selective_scan(*(t.bfloat16() for t in operands))
     assert actual.dtype == torch.float32
     torch.testing.assert_close(actual, sequential_scan(*(t.bfloat16() for t in operands)), rtol=1e-4, atol=1e-4)
 
 
+def test_autocast_does_not_lower_the_scan_precision():
+    operands = _operands(50, dtype=torch.float32)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        actual = chunked_selective_scan(*operands)
+    assert actual.dtype == torch.float32
+    torch.testing.assert_close(actual, chunked_selective_scan(*operands), rtol=0, atol=0)
+
+
 def test_bad_settings_are_user_errors():
     operands = _operands(5)
     with pytest.raises(ScanConfigError, match='chunk_size'):
         chunked_selective_scan(*operands, chunk_size=0)
+    with pytest.raises(ScanConfigError, match='chunk_size'):
+        DefocusMambaMixer(32, chunk_size=2.5)
     with pytest.raises(ScanConfigError, match='scan_impl'):
         selective_scan(*operands, impl='cuda')
 
@@ -73,8 +90,10 @@ def fake_mamba_ssm(monkeypatch):
     """A stand-in ``mamba_ssm.ops.selective_scan_interface`` whose kernel is the recurrence in mamba_ssm's layout:
     u, delta (b, E, L), A (E, N), B, C (b, N, L) -> (b, E, L)."""
     calls = []
+    mamba_ssm_kernel.cache_clear()
 
     def selective_scan_fn(u, delta, A, B, C, delta_softplus=False):
+        assert len({t.dtype for t in (u, delta, B, C)}) == 1, 'the kernel needs u, delta, B, C in one dtype'
         calls.append(dict(shapes=[tuple(t.shape) for t in (u, delta, A, B, C)], delta_softplus=delta_softplus))
         return sequential_scan(u.transpose(1, 2), delta.transpose(1, 2), A, B.transpose(1, 2),
                                C.transpose(1, 2)).transpose(1, 2)
@@ -87,22 +106,28 @@ def fake_mamba_ssm(monkeypatch):
         monkeypatch.setitem(sys.modules, name, module)
     sys.modules['mamba_ssm.ops'].selective_scan_interface = interface
     sys.modules['mamba_ssm'].ops = sys.modules['mamba_ssm.ops']
-    return calls
+    yield calls
+    mamba_ssm_kernel.cache_clear()
 
 
-def test_mamba_ssm_kernel_gets_its_layout_and_the_same_result(fake_mamba_ssm):
-    operands = _operands(9, channels=6, states=4)
-    actual = selective_scan(*operands, impl='mamba_ssm')
+def test_mamba_ssm_kernel_gets_its_layout_one_dtype_and_the_same_result(fake_mamba_ssm):
+    u, delta, A, B, C = _operands(9, channels=6, states=4, dtype=torch.float32)
+    with torch.autocast('cpu', dtype=torch.bfloat16):  # u, B, C come in bf16 under AMP, delta in fp32
+        actual = _mamba_ssm_scan(mamba_ssm_kernel(), u.bfloat16(), delta, A, B.bfloat16(), C.bfloat16())
     assert fake_mamba_ssm == [dict(shapes=[(2, 6, 9), (2, 6, 9), (6, 4), (2, 4, 9), (2, 4, 9)], delta_softplus=False)]
-    torch.testing.assert_close(actual, sequential_scan(*operands).float())
+    assert actual.dtype == torch.float32
+    torch.testing.assert_close(actual, sequential_scan(u.bfloat16(), delta, A, B.bfloat16(), C.bfloat16()))
 
 
 def test_auto_uses_the_kernel_only_for_cuda_tensors(fake_mamba_ssm):
     selective_scan(*_operands(9), impl='auto')
     assert fake_mamba_ssm == []  # CPU tensors: the chunked scan
+    with pytest.raises(ScanConfigError, match='CUDA tensors only'):
+        selective_scan(*_operands(9), impl='mamba_ssm')
 
 
 def test_missing_kernel_extension_is_a_clear_error(monkeypatch):
+    mamba_ssm_kernel.cache_clear()
     interface = types.ModuleType('mamba_ssm.ops.selective_scan_interface')
     interface.selective_scan_cuda = None  # mamba_ssm installed without its CUDA extension
     monkeypatch.setitem(sys.modules, 'mamba_ssm', types.ModuleType('mamba_ssm'))
@@ -112,3 +137,4 @@ def test_missing_kernel_extension_is_a_clear_error(monkeypatch):
     with pytest.raises(ScanConfigError, match='mamba-ssm'):
         selective_scan(*_operands(3), impl='mamba_ssm')
     assert torch.isfinite(selective_scan(*_operands(3), impl='auto')).all()
+    mamba_ssm_kernel.cache_clear()
