@@ -322,8 +322,9 @@ def test_defocus_no_decay_set_is_the_official_rule(name):
     """The official optimizer exempts 1-D parameters, biases, cls_token / pos_embed, names containing 'decay',
     'alpha', 'beta' or 'gamma' and any name with a capital 'A' or 'D' (notes B3)."""
     cfg = Config.fromfile(str(ROOT / 'configs' / name))
-    wrapper_cfg = dict(cfg.optim_wrapper.to_dict(), type='OptimWrapper')
+    wrapper_cfg = dict(cfg.optim_wrapper.to_dict(), type='OptimWrapper')  # AmpOptimWrapper needs a GPU
     wrapper_cfg.pop('dtype', None)
+    wrapper_cfg.pop('loss_scale', None)
     model = build_on_meta(cfg, 'mmpretrain')
     optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
     names = {id(p): n for n, p in model.named_parameters()}
