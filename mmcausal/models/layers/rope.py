@@ -184,11 +184,12 @@ class LearnableRoPE(nn.Module):
         positions = torch.arange(length, device=self.freq.device, dtype=torch.float32) / position_scale
         return positions[:, None] * self.freq.float()
 
-    def forward(self, x: Tensor, position_scale: float = 1.) -> Tensor:
-        """Rotate ``x`` ``(..., L, K)`` by the angles of positions ``0..L-1``."""
-        angles = self.angles(x.shape[-2], position_scale)
+    def forward(self, *xs: Tensor, position_scale: float = 1.) -> Union[Tensor, Tuple[Tensor, ...]]:
+        """Rotate each ``x`` ``(..., L, K)`` (same ``L``) by the angles of positions ``0..L-1``, computed once."""
+        angles = self.angles(xs[0].shape[-2], position_scale)
         rotate = apply_unpaired_rotary if self.pairing == 'unpaired' else apply_rotary
-        return rotate(x, angles)
+        rotated = tuple(rotate(x, angles) for x in xs)
+        return rotated[0] if len(rotated) == 1 else rotated
 
     def extra_repr(self) -> str:
         return f'pairing={self.pairing!r}, legacy_bf16={self.legacy_bf16}'

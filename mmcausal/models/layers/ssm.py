@@ -104,7 +104,7 @@ class DefocusMambaMixer(BaseModule):
         u = F.silu(self.conv1d(u.transpose(1, 2))[..., :length].transpose(1, 2))
         dt, B, C = self.x_proj(u).split([self.dt_rank, self.state_dims, self.state_dims], dim=-1)
         if self.rope is not None:
-            B, C = self.rope(B, position_scale), self.rope(C, position_scale)
+            B, C = self.rope(B, C, position_scale=position_scale)
         delta = F.softplus(F.linear(dt, self.dt_proj.weight).float() + self.dt_proj.bias.float()) / decay_scale
         y = selective_scan(u, delta, -torch.exp(self.A_log.float()), B, C, self.scan_impl, self.chunk_size)
         if self.norm_group_size:
