@@ -1,6 +1,6 @@
-from .defocus import DefocusMamba
+from .defocus import DefocusMamba, DefocusRetNet, DefocusViT
 from .illama import ILLaMA
 from .pyramid_vision_llama import PyramidVisionLLaMA
 from .vision_llama import VisionLLaMA
 
-__all__ = ['DefocusMamba', 'ILLaMA', 'PyramidVisionLLaMA', 'VisionLLaMA']
+__all__ = ['DefocusMamba', 'DefocusRetNet', 'DefocusViT', 'ILLaMA', 'PyramidVisionLLaMA', 'VisionLLaMA']

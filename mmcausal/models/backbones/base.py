@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
-from ..layers import TokenLayout, split_cls_token, tokens_to_featmap
+from ..layers import TokenLayout, resize_pos_embed, split_cls_token, tokens_to_featmap
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
 
@@ -145,6 +145,18 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
                                       input_size=to_2tuple(img_size))
         self.patch_resolution = self.patch_embed.init_out_size
 
+    def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Load-time hook (register it where a ``pos_embed`` exists): resize a checkpoint's square position table
+        (e.g. 224 px) to this model's grid."""
+        key = prefix + 'pos_embed'
+        if key not in state_dict or state_dict[key].shape == self.pos_embed.shape:
+            return
+        side = int((state_dict[key].shape[1] - 1) ** 0.5)
+        if side * side + 1 != state_dict[key].shape[1]:
+            raise BackboneConfigError(f'Cannot resize {key} of shape {tuple(state_dict[key].shape)}: '
+                                      'expected a square patch grid plus one class-token row.')
+        state_dict[key] = resize_pos_embed(state_dict[key], (side, side), self.patch_resolution,
+                                           cls_position=self.cls_position)
 
     def _set_outputs(self, out_indices: Union[int, Sequence[int]], out_type: str, final_norm: bool,
                      frozen_stages: int) -> None:

@@ -1,14 +1,14 @@
-"""De-focus Mamba (Tao et al. 2024, "Learning 1D Causal Visual Representation with De-focus Attention Networks").
+"""De-focus Attention Networks (Tao et al. 2024, "Learning 1D Causal Visual Representation with De-focus Attention
+Networks"): De-focus Mamba (the released model) and the paper-derived De-focus ViT and RetNet.
 
-Sequence ``[patch_1 .. patch_N, cls]`` (class token last, no position embedding), then ``depth`` blocks
-``x + DropPath(Mixer(RMSNorm(x)))`` (no FFN; :class:`~mmcausal.models.layers.DefocusMambaMixer`) and a final
-LayerNorm. Causal by construction: token ``t`` only sees tokens ``s <= t`` (causal conv and scan).
+All three read ``[patch_1 .. patch_N, cls]`` (class token last) through strictly causal mixers with a learnable
+band-pass filter (decay + learnable-frequency RoPE), so token ``t`` only sees tokens ``s <= t``:
 
-Resolution transfer (notes B4): ``delta_scale_factor`` divides the step sizes Delta (the decay rates) and
-``rope_scale_factor`` the RoPE positions; the released detector uses ``4.57 ~ r`` and ``20.0 ~ r^2`` for 1024 px
-inputs to a 224 px model (``r = 1024 / 224``). ``'auto'`` derives them from every input instead: ``r^2`` is its
-patch count over the ``img_size`` grid's. ``patch_rearrange`` visits the image section by section (sections of the
-``img_size`` grid, :func:`~mmcausal.models.layers.sectioned_order`), padding it to whole sections.
+* :class:`DefocusMamba`: blocks ``x + DropPath(Mixer(RMSNorm(x)))`` (no FFN;
+  :class:`~mmcausal.models.layers.DefocusMambaMixer`), no position embedding, final LayerNorm.
+* :class:`DefocusViT` / :class:`DefocusRetNet`: ViT-B-sized pre-norm blocks (LayerNorm, GELU MLP) around
+  :class:`~mmcausal.models.layers.DecayAttention` (Eq. 8) or :class:`~mmcausal.models.layers.MultiScaleRetention`
+  (Eq. 4). No official code exists for them (notes B2): they are reconstructions from the paper.
 """
 import math
 from functools import partial
@@ -21,11 +21,15 @@ from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from ..layers import (
+    FFN,
+    DecayAttention,
     DefocusMambaMixer,
+    MultiScaleRetention,
     TokenLayout,
     TransformerBlock,
     build_norm_layer,
     insert_cls_token,
+    resize_pos_embed,
     sectioned_order,
 )
 from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
@@ -40,8 +44,71 @@ def check_scale_factor(name: str, value: ScaleFactor) -> ScaleFactor:
     raise BackboneConfigError(f'{name} must be a positive number or "auto", got {value!r}.')
 
 
+class DefocusBackbone(PlainBackbone):
+    """What the De-focus backbones share: the class token at the end of the sequence, the resolution-transfer knobs
+    and the patch rearrangement (notes B4). Subclasses call :meth:`_build_stem` and build ``layers`` / ``norm``.
+
+    Resolution transfer: ``delta_scale_factor`` divides the decay rates (Mamba's step sizes Delta) and
+    ``rope_scale_factor`` the RoPE positions; the released detector uses ``4.57 ~ r`` and ``20.0 ~ r^2`` for 1024 px
+    inputs to a 224 px model (``r = 1024 / 224``). ``'auto'`` derives them from every input instead: ``r^2`` is its
+    patch count over the ``img_size`` grid's. ``patch_rearrange`` visits the image section by section (sections of
+    the ``img_size`` grid, :func:`~mmcausal.models.layers.sectioned_order`), padding it to whole sections.
+    """
+    cls_position = 'last'
+    stem_parameters = ('cls_token', 'pos_embed')  # pos_embed only where with_pos_embed
+
+    def _build_stem(self, in_channels: int, patch_size: int, img_size: Union[int, Tuple[int, int]],
+                    delta_scale_factor: ScaleFactor, rope_scale_factor: ScaleFactor, patch_rearrange: bool,
+                    with_pos_embed: bool = False) -> None:
+        """Patch embedding, class token (and a learnable position table, cls row last), scale factors."""
+        if patch_rearrange and self.out_type == 'raw':
+            raise BackboneConfigError('out_type="raw" returns the token sequence, which with patch_rearrange=True is '
+                                      'in section order and holds the padding to whole sections; use "featmap", '
+                                      '"avg_featmap" or "cls_token".')
+        self.delta_scale_factor = check_scale_factor('delta_scale_factor', delta_scale_factor)
+        self.rope_scale_factor = check_scale_factor('rope_scale_factor', rope_scale_factor)
+        self.patch_rearrange = patch_rearrange
+        self.patch_size = patch_size
+        self._build_patch_embed(in_channels, patch_size, img_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
+        if with_pos_embed:
+            num_patches = self.patch_resolution[0] * self.patch_resolution[1]
+            self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, self.embed_dims))
+            self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
+
+    @staticmethod
+    def _resolve_scale(factor: ScaleFactor, auto_value: float) -> float:
+        return auto_value if factor == 'auto' else float(factor)
+
+    def _pad_to_sections(self, x: Tensor) -> Tensor:
+        """Zero-pad ``x`` at the bottom/right to whole sections (``img_size`` grids) of patches."""
+        rows, cols = (side * self.patch_size for side in self.patch_resolution)
+        return F.pad(x, (0, -x.shape[-1] % cols, 0, -x.shape[-2] % rows))
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
+        check_image_batch(x, self.in_channels)
+        image_grid = (math.ceil(x.shape[-2] / self.patch_size), math.ceil(x.shape[-1] / self.patch_size))
+        if self.patch_rearrange:
+            x = self._pad_to_sections(x)
+        patches, grid = self.patch_embed(x)
+        cls_token = self.cls_token
+        if hasattr(self, 'pos_embed'):
+            pos_embed = resize_pos_embed(self.pos_embed, self.patch_resolution, grid, cls_position=self.cls_position)
+            patches, cls_token = patches + pos_embed[:, :-1], cls_token + pos_embed[:, -1:]
+        order = sectioned_order(grid, self.patch_resolution, patches.device) if self.patch_rearrange else None
+        if order is not None:
+            patches = patches[:, order]
+        tokens = insert_cls_token(patches, cls_token, self.cls_position)
+        area_ratio = image_grid[0] * image_grid[1] / (self.patch_resolution[0] * self.patch_resolution[1])
+        layout = TokenLayout(grid, self.cls_position, order=order, image_grid=image_grid,
+                             position_scale=self._resolve_scale(self.rope_scale_factor, area_ratio),
+                             decay_scale=self._resolve_scale(self.delta_scale_factor, math.sqrt(area_ratio)))
+        return self.run_layers(tokens, layout)
+
+
 @MODELS.register_module()
-class DefocusMamba(PlainBackbone):
+class DefocusMamba(DefocusBackbone):
     """De-focus Mamba backbone.
 
     Args:
@@ -68,8 +135,6 @@ class DefocusMamba(PlainBackbone):
         ('b', 'base'): dict(embed_dims=768, num_layers=24),
         ('l', 'large'): dict(embed_dims=1024, num_layers=48),
     }
-    cls_position = 'last'
-    stem_parameters = ('cls_token', )
 
     def __init__(self,
                  arch: Union[str, dict] = 'base',
@@ -98,17 +163,7 @@ class DefocusMamba(PlainBackbone):
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
         self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
-        if patch_rearrange and out_type == 'raw':
-            raise BackboneConfigError('out_type="raw" returns the token sequence, which with patch_rearrange=True is '
-                                      'in section order and holds the padding to whole sections; use "featmap", '
-                                      '"avg_featmap" or "cls_token".')
-        self.delta_scale_factor = check_scale_factor('delta_scale_factor', delta_scale_factor)
-        self.rope_scale_factor = check_scale_factor('rope_scale_factor', rope_scale_factor)
-        self.patch_rearrange = patch_rearrange
-        self.patch_size = patch_size
-
-        self._build_patch_embed(in_channels, patch_size, img_size)
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
+        self._build_stem(in_channels, patch_size, img_size, delta_scale_factor, rope_scale_factor, patch_rearrange)
         mixer = partial(DefocusMambaMixer, expand=setting.get('expand', 2), state_dims=setting.get('state_dims', 16),
                         dt_rank=setting.get('dt_rank', 48), norm_group_size=norm_group_size, rope=rope,
                         legacy_bf16_rope=legacy_bf16_rope, scan_impl=scan_impl, chunk_size=chunk_size)
@@ -123,28 +178,95 @@ class DefocusMamba(PlainBackbone):
         self.with_cp = with_cp
         self._freeze_stages()
 
+
+class DefocusTransformer(DefocusBackbone):
+    """De-focus ViT / RetNet (paper-derived, notes B2): a ViT-B-style stack of pre-norm blocks
+    ``x + DropPath(Mixer(LN(x)))``, ``x + DropPath(MLP(LN(x)))`` with a strictly causal mixer built by
+    :meth:`build_mixer`, class token last, optional learnable position table (cls row last), final LayerNorm.
+
+    Args:
+        arch: ``'small' | 'base'`` (DeiT-S / ViT-B sizes) or a dict with ``embed_dims``, ``num_layers``, ``num_heads``
+            (optionally ``feedforward_channels``, default ``4 * embed_dims``).
+        with_pos_embed: a learnable absolute position table (resized to each input's grid) besides the decay and RoPE.
+        norm_cfg: block and final norm (``LN`` eps 1e-6, as ViT).
+        img_size, patch_size, in_channels, delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices,
+        out_type, final_norm, drop_path_rate, frozen_stages, with_cp: as :class:`DefocusMamba`.
+    """
+    arch_zoo = {
+        ('s', 'small'): dict(embed_dims=384, num_layers=12, num_heads=6),
+        ('b', 'base'): dict(embed_dims=768, num_layers=12, num_heads=12),
+    }
+    default_with_pos_embed = False
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'base',
+                 img_size: Union[int, Tuple[int, int]] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 delta_scale_factor: ScaleFactor = 1.,
+                 rope_scale_factor: ScaleFactor = 1.,
+                 patch_rearrange: bool = False,
+                 with_pos_embed: Optional[bool] = None,
+                 out_indices: Union[int, Sequence[int]] = -1,
+                 out_type: str = 'cls_token',
+                 final_norm: bool = True,
+                 norm_cfg: Optional[dict] = None,
+                 drop_path_rate: float = 0.,
+                 frozen_stages: int = -1,
+                 with_cp: bool = False,
+                 init_cfg: Optional[Union[dict, List[dict]]] = None,
+                 **mixer_options) -> None:
+        super().__init__(init_cfg=init_cfg)
+        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
+        self.embed_dims = setting['embed_dims']
+        self.num_layers = setting['num_layers']
+        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
+        self._build_stem(in_channels, patch_size, img_size, delta_scale_factor, rope_scale_factor, patch_rearrange,
+                         self.default_with_pos_embed if with_pos_embed is None else with_pos_embed)
+        norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
+        mixer = partial(self.build_mixer, num_heads=setting['num_heads'], **mixer_options)
+        ffn = partial(FFN, feedforward_channels=setting.get('feedforward_channels', 4 * self.embed_dims),
+                      add_identity=False)
+        self.layers = ModuleList(
+            TransformerBlock(self.embed_dims, mixer, ffn, norm_cfg=norm_cfg) for _ in range(self.num_layers))
+        self.drop_path_rate = drop_path_rate
+        self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
+        self.pool_norm = nn.Identity()
+        self.with_cp = with_cp
+        self._freeze_stages()
+
     @staticmethod
-    def _resolve_scale(factor: ScaleFactor, auto_value: float) -> float:
-        return auto_value if factor == 'auto' else float(factor)
+    def build_mixer(embed_dims: int, num_heads: int, **options) -> nn.Module:
+        """The token mixer of one block."""
+        raise NotImplementedError
 
-    def _pad_to_sections(self, x: Tensor) -> Tensor:
-        """Zero-pad ``x`` at the bottom/right to whole sections (``img_size`` grids) of patches."""
-        rows, cols = (side * self.patch_size for side in self.patch_resolution)
-        return F.pad(x, (0, -x.shape[-1] % cols, 0, -x.shape[-2] % rows))
 
-    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
-        """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
-        check_image_batch(x, self.in_channels)
-        image_grid = (math.ceil(x.shape[-2] / self.patch_size), math.ceil(x.shape[-1] / self.patch_size))
-        if self.patch_rearrange:
-            x = self._pad_to_sections(x)
-        patches, grid = self.patch_embed(x)
-        order = sectioned_order(grid, self.patch_resolution, patches.device) if self.patch_rearrange else None
-        if order is not None:
-            patches = patches[:, order]
-        tokens = insert_cls_token(patches, self.cls_token, self.cls_position)
-        area_ratio = image_grid[0] * image_grid[1] / (self.patch_resolution[0] * self.patch_resolution[1])
-        layout = TokenLayout(grid, self.cls_position, order=order, image_grid=image_grid,
-                             position_scale=self._resolve_scale(self.rope_scale_factor, area_ratio),
-                             decay_scale=self._resolve_scale(self.delta_scale_factor, math.sqrt(area_ratio)))
-        return self.run_layers(tokens, layout)
+@MODELS.register_module()
+class DefocusViT(DefocusTransformer):
+    """De-focus ViT (paper Eq. 8, a reconstruction): causal softmax attention with a learnable per-head decay bias
+    ``lambda_h (t - s)`` and learnable-frequency RoPE (:class:`~mmcausal.models.layers.DecayAttention`).
+
+    The position table is on by default: the paper's 87.4 M parameters (with the auxiliary head) are DeiT-B's
+    86.6 M plus that head (87.34 M with the table, 87.19 M without). ``qkv_bias`` as ViT. Other arguments: see
+    :class:`DefocusTransformer`.
+    """
+    default_with_pos_embed = True
+
+    @staticmethod
+    def build_mixer(embed_dims: int, num_heads: int, qkv_bias: bool = True) -> nn.Module:
+        return DecayAttention(embed_dims, num_heads, qkv_bias=qkv_bias)
+
+
+@MODELS.register_module()
+class DefocusRetNet(DefocusTransformer):
+    """De-focus RetNet (paper Eq. 4 with learnable decay and RoPE, a reconstruction): RetNet's multi-scale retention
+    (:class:`~mmcausal.models.layers.MultiScaleRetention`: ``W_Q, W_K, W_V, W_G, W_O`` of ``D x D``, per-head decay,
+    GroupNorm, SiLU gate) in ViT-B-sized blocks, no position table (decay and RoPE carry position).
+
+    ``retention_chunk_size`` (default 64) sets the chunk-wise form's memory ``O(N T)``; None runs the parallel form.
+    Other arguments: see :class:`DefocusTransformer`.
+    """
+
+    @staticmethod
+    def build_mixer(embed_dims: int, num_heads: int, retention_chunk_size: Optional[int] = 64) -> nn.Module:
+        return MultiScaleRetention(embed_dims, num_heads, chunk_size=retention_chunk_size)

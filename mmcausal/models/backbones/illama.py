@@ -161,18 +161,6 @@ class ILLaMA(PlainBackbone):
                 f'mask_mode={trained!r} in the backbone config unless the change is intended (e.g. fine-tuning '
                 'to another mode).', UserWarning, stacklevel=2)
 
-    def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
-        """Load-time hook: resize a checkpoint's square position table (e.g. 224 px) to this model's grid."""
-        key = prefix + 'pos_embed'
-        if key not in state_dict or state_dict[key].shape == self.pos_embed.shape:
-            return
-        side = int((state_dict[key].shape[1] - 1) ** 0.5)
-        if side * side + 1 != state_dict[key].shape[1]:
-            raise ValueError(f'Cannot resize {key} of shape {tuple(state_dict[key].shape)}: '
-                             'expected a square patch grid plus one class-token row.')
-        state_dict[key] = resize_pos_embed(state_dict[key], (side, side), self.patch_resolution,
-                                           cls_position=self.cls_position)
-
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
         check_image_batch(x, self.in_channels)

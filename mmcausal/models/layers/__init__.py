@@ -5,6 +5,7 @@ from .attention import (
     SelfAttention,
     explicit_attention,
     explicit_attention_mode,
+    explicit_attention_requested,
     masked_attention,
     record_attention,
     soft_causal_logit_bias,
@@ -12,9 +13,11 @@ from .attention import (
 )
 from .block import TransformerBlock
 from .context import TokenLayout
+from .decay import DecayAttention, LearnableDecay, folded_decay_attention, retnet_decay_exponents
 from .ffn import FFN, SwiGLUFFN, swiglu_hidden_dims
 from .norm import build_norm_layer
 from .pos_embed import resize_pos_embed
+from .retention import MultiScaleRetention, RetentionConfigError, retention, retention_step
 from .rope import (
     AS2D_SCALINGS,
     ROPE_MODES,
@@ -41,12 +44,14 @@ from .window import WindowedAttention, window_key_mask, window_partition, window
 
 __all__ = [
     'MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
-    'masked_attention', 'record_attention', 'soft_causal_logit_bias', 'soft_causal_weights', 'TransformerBlock',
-    'TokenLayout', 'FFN', 'SwiGLUFFN', 'swiglu_hidden_dims', 'build_norm_layer', 'resize_pos_embed',
-    'AS2D_SCALINGS', 'ROPE_MODES', 'GridRoPE', 'RopeConfigError', 'apply_rotary', 'auto_scale', 'check_rope_mode',
-    'grid_positions', 'rope_angles_1d', 'rope_angles_2d', 'rope_frequencies', 'CLS_POSITIONS', 'insert_cls_token',
-    'split_cls_token', 'tokens_to_featmap', 'SubsampledAttention', 'WindowedAttention', 'window_key_mask',
-    'window_partition', 'window_unpartition', 'ROPE_PAIRINGS', 'LearnableRoPE', 'apply_unpaired_rotary',
-    'defocus_frequencies', 'SCAN_IMPLS', 'ScanConfigError', 'chunked_selective_scan', 'selective_scan',
-    'sequential_selective_scan', 'DefocusMambaMixer', 'group_rms_norm', 'TokenOrderError', 'sectioned_order'
+    'explicit_attention_requested', 'masked_attention', 'record_attention', 'soft_causal_logit_bias',
+    'soft_causal_weights', 'TransformerBlock', 'TokenLayout', 'FFN', 'SwiGLUFFN', 'swiglu_hidden_dims',
+    'build_norm_layer', 'resize_pos_embed', 'AS2D_SCALINGS', 'ROPE_MODES', 'GridRoPE', 'RopeConfigError',
+    'apply_rotary', 'auto_scale', 'check_rope_mode', 'grid_positions', 'rope_angles_1d', 'rope_angles_2d',
+    'rope_frequencies', 'CLS_POSITIONS', 'insert_cls_token', 'split_cls_token', 'tokens_to_featmap',
+    'SubsampledAttention', 'WindowedAttention', 'window_key_mask', 'window_partition', 'window_unpartition',
+    'ROPE_PAIRINGS', 'LearnableRoPE', 'apply_unpaired_rotary', 'defocus_frequencies', 'SCAN_IMPLS', 'ScanConfigError',
+    'chunked_selective_scan', 'selective_scan', 'sequential_selective_scan', 'DefocusMambaMixer', 'group_rms_norm',
+    'TokenOrderError', 'sectioned_order', 'DecayAttention', 'LearnableDecay', 'folded_decay_attention',
+    'retnet_decay_exponents', 'MultiScaleRetention', 'RetentionConfigError', 'retention', 'retention_step'
 ]

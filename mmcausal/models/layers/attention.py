@@ -81,6 +81,11 @@ def explicit_attention_mode() -> Iterator[None]:
         _FORCE_EXPLICIT.reset(token)
 
 
+def explicit_attention_requested() -> bool:
+    """Whether the caller runs inside :func:`explicit_attention_mode` (mixers with their own fast paths check it)."""
+    return _FORCE_EXPLICIT.get()
+
+
 class AttentionProbe(nn.Identity):
     """Probe point of an attention mixer: under :func:`explicit_attention_mode` the ``(B, heads, Nq, Nk)``
     weights that multiply ``v`` (after masking and normalisation) pass through it, so a forward hook reads them.
@@ -145,7 +150,7 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: flo
     and causal attention with any bias stay on SDPA; only ``'official'`` at ``alpha < 1`` and
     :func:`explicit_attention_mode` (with a ``probe``) take the explicit path.
     """
-    explicit = probe is not None and _FORCE_EXPLICIT.get()
+    explicit = probe is not None and explicit_attention_requested()
     post_softmax_weights = None
     if mask_mode == 'bidirectional' or alpha >= 1.:
         logit_bias = attn_bias
@@ -217,4 +222,5 @@ class SelfAttention(nn.Module):
 
 
 __all__ = ['MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
+           'explicit_attention_requested',
            'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias']

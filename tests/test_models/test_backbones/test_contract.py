@@ -72,6 +72,12 @@ TINY: Dict[str, Tuple[Tiny, ...]] = {
                   delta_scale_factor='auto', rope_scale_factor='auto', rope='paired', out_type='featmap'),
              out_types=('cls_token', 'featmap', 'avg_featmap'), name='rearranged'),
     ),
+    'DefocusViT': (
+        Tiny(_BASE),
+        Tiny(dict(_BASE, img_size=16, patch_rearrange=True, delta_scale_factor='auto', rope_scale_factor='auto',
+                  out_type='featmap'), out_types=('cls_token', 'featmap', 'avg_featmap'), name='rearranged'),
+    ),
+    'DefocusRetNet': (Tiny(_BASE), Tiny(dict(_BASE, retention_chunk_size=None), name='parallel')),
 }
 
 

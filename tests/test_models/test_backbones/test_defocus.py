@@ -5,13 +5,20 @@ from mmengine.registry import init_default_scope
 from mmpretrain.structures import DataSample
 
 from mmcausal.converters import convert_defocus
-from mmcausal.models.backbones import DefocusMamba
+from mmcausal.models.backbones import DefocusMamba, DefocusRetNet, DefocusViT
 from mmcausal.models.backbones.base import BackboneConfigError
 from mmcausal.registry import MODELS
 from mmcausal.utils.errors import UserInputError
 from reference.official_defocus import DefocusMambaOfficial, official_freq
 
 TINY = dict(embed_dims=64, num_layers=2)  # E = 128, N = 16, R = 48 as released
+FAMILY = [DefocusMamba, DefocusViT, DefocusRetNet]
+
+
+def _tiny(cls, **kwargs):
+    """A two-block model of ``cls`` (4 heads for the attention / retention variants)."""
+    arch = dict(TINY) if cls is DefocusMamba else dict(TINY, num_heads=4)
+    return cls(arch, **kwargs)
 
 
 @pytest.mark.parametrize('arch,hidden,expected', [('small', None, 25_092_944), ('base', None, 92_650_832),
@@ -24,6 +31,33 @@ def test_parameter_counts_with_both_heads_are_the_released_ones(arch, hidden, ex
                                             in_channels=dict(small=384, base=768, large=1024)[arch],
                                             hidden_dims=hidden)))
     assert sum(p.numel() for p in model.parameters()) == expected
+
+
+def _classifier_parameters(backbone, head):
+    init_default_scope('mmpretrain')
+    with torch.device('meta'):
+        model = MODELS.build(dict(type='ImageClassifier', backbone=backbone, head=head))
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_defocus_vit_base_is_deit_base_plus_the_band_pass_filter_and_the_aux_head():
+    """Paper Table 1: 87.4 M (with the auxiliary head). DeiT-B built by mmpretrain, plus the aux head, plus per block
+    12 decays and 32 RoPE frequencies: 87,337,184."""
+    deit = _classifier_parameters(dict(type='mmpretrain.VisionTransformer', arch='deit-base'),
+                                  dict(type='VisionTransformerClsHead', num_classes=1000, in_channels=768))
+    ours = _classifier_parameters(dict(type='DefocusViT', arch='base'),
+                                  dict(type='DefocusClsHead', num_classes=1000, in_channels=768))
+    assert ours == deit + 768 * 1000 + 1000 + 12 * (12 + 32) == 87_337_184
+
+
+def test_defocus_retnet_base_has_the_documented_layout():
+    """W_Q, W_K, W_V, W_G, W_O (D x D, no bias), GroupNorm, 12 decays, 32 frequencies, LN + GELU MLP 4D per block;
+    patch embedding, class token, final LN, two heads: 94.2 M (the paper reports 92.7 M for its unreleased model)."""
+    dims, hidden = 768, 3072
+    block = 5 * dims ** 2 + 2 * dims + 12 + 32 + 4 * dims + 2 * dims * hidden + hidden + dims
+    expected = 12 * block + (3 * 16 * 16 + 1) * dims + dims + 2 * dims + 2 * (dims * 1000 + 1000)
+    assert _classifier_parameters(dict(type='DefocusRetNet', arch='base'),
+                                  dict(type='DefocusClsHead', num_classes=1000, in_channels=768)) == expected
 
 
 def test_init_follows_the_released_code():
@@ -107,8 +141,10 @@ def test_soft_targets_are_broadcast_to_every_token():
                                torch.softmax(head.fc(tokens[:, -1]), -1))
 
 
-def test_every_token_sees_only_the_tokens_before_it():
-    model = DefocusMamba(dict(TINY), img_size=64, patch_size=16, out_type='raw')
+@pytest.mark.parametrize('cls', FAMILY)
+def test_every_token_sees_only_the_tokens_before_it(cls):
+    torch.manual_seed(0)
+    model = _tiny(cls, img_size=64, patch_size=16, out_type='raw')
     model.init_weights()  # a zero class token would stay zero: its gate SiLU(z) = 0
     model.eval()
     images = torch.randn(1, 3, 64, 64)
@@ -120,27 +156,34 @@ def test_every_token_sees_only_the_tokens_before_it():
     assert (before[:, 9:] - after[:, 9:]).abs().amax(-1).min() > 0  # it and everything after it (cls too) change
 
 
-def test_auto_scales_equal_the_fixed_factors_of_the_same_ratio():
+@pytest.mark.parametrize('cls', FAMILY)
+def test_auto_scales_equal_the_fixed_factors_of_the_same_ratio(cls):
     torch.manual_seed(0)
-    fixed = DefocusMamba(dict(TINY), img_size=32, patch_size=8, delta_scale_factor=2.0, rope_scale_factor=4.0).eval()
-    auto = DefocusMamba(dict(TINY), img_size=32, patch_size=8, delta_scale_factor='auto',
-                        rope_scale_factor='auto').eval()
+    fixed = _tiny(cls, img_size=32, patch_size=8, delta_scale_factor=2.0, rope_scale_factor=4.0).eval()
+    fixed.init_weights()
+    auto = _tiny(cls, img_size=32, patch_size=8, delta_scale_factor='auto', rope_scale_factor='auto').eval()
     auto.load_state_dict(fixed.state_dict())
     images = torch.randn(2, 3, 64, 64)  # twice the side: r = 2, r^2 = 4
     with torch.no_grad():
         torch.testing.assert_close(auto(images), fixed(images))
-        plain = DefocusMamba(dict(TINY), img_size=32, patch_size=8).eval()
+        plain = _tiny(cls, img_size=32, patch_size=8).eval()
         plain.load_state_dict(fixed.state_dict())
+        assert (plain(images)[0] - fixed(images)[0]).abs().max() > 1e-3  # the factors matter
         torch.testing.assert_close(auto(images[..., :32, :32]), plain(images[..., :32, :32]))  # r = 1 at img_size
 
 
-def test_rearranged_model_reads_the_image_section_by_section():
+@pytest.mark.parametrize('cls', FAMILY)
+def test_rearranged_model_reads_the_image_section_by_section(cls):
     """Patch embedding has no overlap, so stacking the four sections of an image vertically gives a plain raster
-    sequence equal to the sectioned one: both models must agree cell by cell."""
+    sequence equal to the sectioned one: both models must agree cell by cell (no position table: it would differ
+    between the two grids)."""
     torch.manual_seed(0)
-    kwargs = dict(arch=dict(TINY), img_size=32, patch_size=8, out_type='featmap')
-    rearranged = DefocusMamba(patch_rearrange=True, **kwargs).eval()
-    raster = DefocusMamba(**kwargs).eval()
+    kwargs = dict(img_size=32, patch_size=8, out_type='featmap')
+    if cls is not DefocusMamba:
+        kwargs['with_pos_embed'] = False
+    rearranged = _tiny(cls, patch_rearrange=True, **kwargs).eval()
+    rearranged.init_weights()
+    raster = _tiny(cls, **kwargs).eval()
     raster.load_state_dict(rearranged.state_dict())
     images = torch.randn(1, 3, 64, 64)  # 2 x 2 sections of 4 x 4 patches
     stacked = torch.cat([images[..., r:r + 32, c:c + 32] for r in (0, 32) for c in (0, 32)], dim=-2)
@@ -159,9 +202,10 @@ def test_rearranged_model_reads_the_image_section_by_section():
 @pytest.mark.parametrize('kwargs,match', [
     (dict(delta_scale_factor=0), 'delta_scale_factor'), (dict(rope_scale_factor='big'), 'rope_scale_factor'),
     (dict(arch='huge'), 'Unknown arch'), (dict(patch_rearrange=True, out_type='raw'), 'section order')])
-def test_bad_settings_are_explained(kwargs, match):
+@pytest.mark.parametrize('cls', FAMILY)
+def test_bad_settings_are_explained(cls, kwargs, match):
     with pytest.raises(BackboneConfigError, match=match):
-        DefocusMamba(**{'arch': dict(TINY), **kwargs})
+        _tiny(cls, **kwargs) if 'arch' not in kwargs else cls(**kwargs)
 
 
 def test_head_on_pooled_features_says_to_return_the_tokens():

@@ -1,0 +1,142 @@
+"""De-focus ViT / RetNet mixers (paper-derived, notes B2) against the naive formulas of the oracle."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mmcausal.models.layers import (
+    DecayAttention,
+    LearnableDecay,
+    MultiScaleRetention,
+    RetentionConfigError,
+    TokenLayout,
+    folded_decay_attention,
+    record_attention,
+    retention,
+    retention_step,
+)
+from reference.defocus_reconstruction import (
+    decay_softmax_attention,
+    paired_rope,
+    retention_parallel,
+    retention_recurrent,
+)
+
+
+def test_decays_start_at_retnet_like_gammas():
+    gammas = torch.exp(LearnableDecay(8).rates()).double()
+    torch.testing.assert_close(gammas[[0, -1]], 1 - torch.tensor([2. ** -5, 2. ** -12], dtype=torch.float64))
+    assert (gammas.diff() > 0).all()  # from the fastest to the slowest decay
+    assert (torch.exp(LearnableDecay(8).rates(decay_scale=2.)) > torch.exp(LearnableDecay(8).rates())).all()
+
+
+@pytest.mark.parametrize('length', [1, 7, 50])
+def test_folded_decay_attention_is_the_formula_with_its_gradients(length):
+    torch.manual_seed(length)
+    q, k, v = (torch.randn(2, 3, length, 12, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    log_rate = torch.tensor([-3.4, -1., 0.5], dtype=torch.float64, requires_grad=True)
+    actual = folded_decay_attention(q, k, v, -log_rate.exp())
+    expected = decay_softmax_attention(q, k, v, -log_rate.exp())
+    torch.testing.assert_close(actual, expected, rtol=1e-9, atol=1e-10)
+    weights = torch.randn_like(expected)
+    grads = torch.autograd.grad((actual * weights).sum(), (q, k, v, log_rate))
+    expected_grads = torch.autograd.grad((expected * weights).sum(), (q, k, v, log_rate))
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10)
+
+
+def _decay_attention_oracle(module, x, position_scale, decay_scale):
+    batch, length, dims = x.shape
+    heads, head_dim = module.num_heads, module.head_dim
+    q, k, v = F.linear(x, module.qkv.weight, module.qkv.bias).view(batch, length, 3, heads, head_dim).permute(
+        2, 0, 3, 1, 4)
+    positions = torch.arange(length, dtype=x.dtype) / position_scale
+    q, k = paired_rope(q, module.rope.freq, positions), paired_rope(k, module.rope.freq, positions)
+    out = decay_softmax_attention(q, k, v, -module.decay.log_rate.exp() / decay_scale)
+    return F.linear(out.transpose(1, 2).reshape(batch, length, dims), module.proj.weight, module.proj.bias)
+
+
+@pytest.mark.parametrize('log_rate', [None, 3.])  # init (folded fast path) / |lambda| = 20: the float-bias path
+def test_decay_attention_is_eq8_on_every_path(log_rate):
+    torch.manual_seed(0)
+    module = DecayAttention(32, num_heads=4).double()
+    with torch.no_grad():
+        module.rope.freq.add_(torch.rand(4, dtype=torch.float64))
+        if log_rate is not None:
+            module.decay.log_rate.fill_(log_rate)
+    x = torch.randn(2, 60, 32, dtype=torch.float64)
+    layout = TokenLayout((7, 8), 'last', position_scale=2.5, decay_scale=1.5)
+    expected = _decay_attention_oracle(module, x, 2.5, 1.5)
+    # RoPE angles and rotations are fp32 by design (as in every mmcausal RoPE): fp32-level agreement
+    torch.testing.assert_close(module(x, layout), expected, rtol=1e-5, atol=1e-6)
+    with record_attention(module) as records:  # the analysis path: explicit weights through the probe
+        torch.testing.assert_close(module(x, layout), expected, rtol=1e-5, atol=1e-6)
+    (weights, ) = records['attn_probe']
+    assert torch.equal(weights.triu(1), torch.zeros_like(weights))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 60, dtype=torch.float64))
+
+
+def test_decay_attention_in_bf16_autocast_follows_fp32():
+    torch.manual_seed(0)
+    module = DecayAttention(64, num_heads=4)
+    x = torch.randn(2, 50, 64)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        low = module(x)
+    assert low.dtype == torch.bfloat16
+    torch.testing.assert_close(low.float(), module(x), rtol=0, atol=0.03)
+
+
+@pytest.mark.parametrize('length', [1, 5, 33])
+@pytest.mark.parametrize('chunk_size', [None, 1, 4, 7, 64])
+def test_chunked_retention_is_the_parallel_and_the_recurrent_form(length, chunk_size):
+    torch.manual_seed(length)
+    q, k = (torch.randn(2, 3, length, 6, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    v = torch.randn(2, 3, length, 10, dtype=torch.float64, requires_grad=True)
+    rates = -torch.tensor([0.03, 0.7, 30.], dtype=torch.float64, requires_grad=True)  # incl. a very strong decay
+    actual = retention(q, k, v, rates, chunk_size)
+    parallel = retention_parallel(q, k, v, rates)
+    torch.testing.assert_close(actual, parallel, rtol=1e-9, atol=1e-10)
+    torch.testing.assert_close(retention_recurrent(q, k, v, rates), parallel, rtol=1e-9, atol=1e-10)
+    weights = torch.randn_like(parallel)
+    grads = torch.autograd.grad((actual * weights).sum(), (q, k, v, rates))
+    for got, want in zip(grads, torch.autograd.grad((parallel * weights).sum(), (q, k, v, rates))):
+        torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10)
+
+
+def test_stepping_the_recurrent_form_gives_the_chunked_outputs():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 9, 4, dtype=torch.float64) for _ in range(3))
+    rates = -torch.tensor([0.1, 1.], dtype=torch.float64)
+    state, outs = None, []
+    for t in range(9):
+        out, state = retention_step(q[:, :, t], k[:, :, t], v[:, :, t], state, rates)
+        outs.append(out)
+    torch.testing.assert_close(torch.stack(outs, dim=2), retention(q, k, v, rates, chunk_size=4))
+
+
+@pytest.mark.parametrize('chunk_size', [None, 8])
+def test_multi_scale_retention_is_the_retnet_formula(chunk_size):
+    torch.manual_seed(0)
+    module = MultiScaleRetention(32, num_heads=4, chunk_size=chunk_size).double()
+    with torch.no_grad():
+        module.group_norm.weight.normal_()
+        module.group_norm.bias.normal_()
+    x = torch.randn(2, 21, 32, dtype=torch.float64)
+    layout = TokenLayout((4, 5), 'last', position_scale=3., decay_scale=2.)
+
+    def heads(t):
+        return t.view(2, 21, 4, 8).transpose(1, 2)
+
+    positions = torch.arange(21, dtype=torch.float64) / 3.
+    q = paired_rope(heads(x @ module.q_proj.weight.T), module.rope.freq, positions)
+    k = paired_rope(heads(x @ module.k_proj.weight.T), module.rope.freq, positions) / 8 ** 0.5
+    out = retention_parallel(q, k, heads(x @ module.v_proj.weight.T), -module.decay.log_rate.exp() / 2.)
+    out = F.group_norm(out.transpose(1, 2).reshape(42, 32), 4, module.group_norm.weight, module.group_norm.bias,
+                       eps=1e-5).view(2, 21, 32)
+    expected = (F.silu(x @ module.g_proj.weight.T) * out) @ module.out_proj.weight.T
+    torch.testing.assert_close(module(x, layout), expected, rtol=1e-5, atol=1e-6)  # fp32 RoPE, as above
+
+
+@pytest.mark.parametrize('chunk_size', [0, 2.5, True])
+def test_bad_retention_chunk_size_is_explained(chunk_size):
+    with pytest.raises(RetentionConfigError, match='chunk_size'):
+        MultiScaleRetention(32, num_heads=4, chunk_size=chunk_size)
