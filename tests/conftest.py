@@ -7,6 +7,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pytest  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Run the slow end-to-end tests first, then the other end-to-end ones, then the unit tests (stable order within
+    each): with several xdist workers the short tests fill the gaps instead of one long run finishing alone."""
+    items.sort(key=lambda item: (item.get_closest_marker('slow') is None, item.get_closest_marker('e2e') is None))
+
+
 def _make_shapes(root: Path, style: str) -> Path:
     """Write the three shapes datasets (ImageNet/ADE20K/COCO layouts) of ``style`` with their default sizes."""
     from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like

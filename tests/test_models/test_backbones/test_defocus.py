@@ -52,10 +52,11 @@ def test_defocus_vit_base_is_deit_base_plus_the_band_pass_filter_and_the_aux_hea
 
 def test_defocus_retnet_base_has_the_documented_layout():
     """W_Q, W_K, W_V, W_G, W_O (D x D, no bias), GroupNorm, 12 decays, 32 frequencies, LN + GELU MLP 4D per block;
-    patch embedding, class token, final LN, two heads: 94.2 M (the paper reports 92.7 M for its unreleased model)."""
+    patch embedding, class token, position table, final LN, two heads: 94.4 M (the paper reports 92.7 M for its
+    unreleased model)."""
     dims, hidden = 768, 3072
     block = 5 * dims ** 2 + 2 * dims + 12 + 32 + 4 * dims + 2 * dims * hidden + hidden + dims
-    expected = 12 * block + (3 * 16 * 16 + 1) * dims + dims + 2 * dims + 2 * (dims * 1000 + 1000)
+    expected = 12 * block + (3 * 16 * 16 + 1) * dims + dims + 197 * dims + 2 * dims + 2 * (dims * 1000 + 1000)
     assert _classifier_parameters(dict(type='DefocusRetNet', arch='base'),
                                   dict(type='DefocusClsHead', num_classes=1000, in_channels=768)) == expected
 
