@@ -188,10 +188,10 @@ class DefocusTransformer(DefocusBackbone):
         arch: ``'small' | 'base'`` (DeiT-S / ViT-B sizes) or a dict with ``embed_dims``, ``num_layers``, ``num_heads``
             (optionally ``feedforward_channels``, default ``4 * embed_dims``).
         with_pos_embed: a learnable absolute position table (resized to each input's grid) besides the decay and RoPE.
-            On by default: for De-focus ViT the paper's parameter count says so (see :class:`DefocusViT`); for RetNet,
-            without it the class token's features collapsed to a constant under the auxiliary loss (a learnt
-            constant token whose own retention term dominates: its features varied by 1e-3 across images after 150
-            steps on the shapes data, 0.69 with the table).
+            On by default: for De-focus ViT the paper's parameter count says so (see :class:`DefocusViT`); RetNet
+            follows it (in one 150-step run on the shapes data its class token's features collapsed to a constant
+            without the table and not with it; the table alone does not prevent that collapse at a high lr, see the
+            RetNet twin config).
         norm_cfg: block and final norm (``LN`` eps 1e-6, as ViT).
         img_size, patch_size, in_channels, delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices,
         out_type, final_norm, drop_path_rate, frozen_stages, with_cp: as :class:`DefocusMamba`.
