@@ -12,7 +12,7 @@ band-pass filter (decay + learnable-frequency RoPE), so token ``t`` only sees to
 """
 import math
 from functools import partial
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -57,10 +57,16 @@ class DefocusBackbone(PlainBackbone):
     cls_position = 'last'
     stem_parameters = ('cls_token', 'pos_embed')  # pos_embed only where with_pos_embed
 
-    def _build_stem(self, in_channels: int, patch_size: int, img_size: Union[int, Tuple[int, int]],
-                    delta_scale_factor: ScaleFactor, rope_scale_factor: ScaleFactor, patch_rearrange: bool,
-                    with_pos_embed: bool = False) -> None:
-        """Patch embedding, class token (and a learnable position table, cls row last), scale factors."""
+    def _build_stem(self, arch: Union[str, dict], required: Tuple[str, ...], in_channels: int, patch_size: int,
+                    img_size: Union[int, Tuple[int, int]], delta_scale_factor: ScaleFactor,
+                    rope_scale_factor: ScaleFactor, patch_rearrange: bool, out_indices: Union[int, Sequence[int]],
+                    out_type: str, final_norm: bool, frozen_stages: int, with_pos_embed: bool = False) -> dict:
+        """Resolve ``arch`` (returned), outputs, scale factors, patch embedding, class token (and a learnable position
+        table, cls row last)."""
+        setting = resolve_arch(arch, self.arch_zoo, required)
+        self.embed_dims = setting['embed_dims']
+        self.num_layers = setting['num_layers']
+        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
         if patch_rearrange and self.out_type == 'raw':
             raise BackboneConfigError('out_type="raw" returns the token sequence, which with patch_rearrange=True is '
                                       'in section order and holds the padding to whole sections; use "featmap", '
@@ -75,6 +81,18 @@ class DefocusBackbone(PlainBackbone):
             num_patches = self.patch_resolution[0] * self.patch_resolution[1]
             self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, self.embed_dims))
             self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
+        return setting
+
+    def _build_blocks(self, block: Callable[[int], nn.Module], final_norm_cfg: dict, drop_path_rate: float,
+                      with_cp: bool) -> None:
+        """``num_layers`` blocks (``block(embed_dims)``), the final norm, drop path, ``with_cp``, frozen stages."""
+        # mmengine's ModuleList passes init_weights on (the Mamba mixer restores its dt_proj init after the Linear init)
+        self.layers = ModuleList(block(self.embed_dims) for _ in range(self.num_layers))
+        self.drop_path_rate = drop_path_rate
+        self.norm = build_norm_layer(final_norm_cfg, self.embed_dims) if self.final_norm else nn.Identity()
+        self.pool_norm = nn.Identity()
+        self.with_cp = with_cp
+        self._freeze_stages()
 
     @staticmethod
     def _resolve_scale(factor: ScaleFactor, auto_value: float) -> float:
@@ -159,24 +177,15 @@ class DefocusMamba(DefocusBackbone):
                  with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
-        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers'))
-        self.embed_dims = setting['embed_dims']
-        self.num_layers = setting['num_layers']
-        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
-        self._build_stem(in_channels, patch_size, img_size, delta_scale_factor, rope_scale_factor, patch_rearrange)
+        setting = self._build_stem(arch, ('embed_dims', 'num_layers'), in_channels, patch_size, img_size,
+                                   delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices, out_type,
+                                   final_norm, frozen_stages)
         mixer = partial(DefocusMambaMixer, expand=setting.get('expand', 2), state_dims=setting.get('state_dims', 16),
                         dt_rank=setting.get('dt_rank', 48), norm_group_size=norm_group_size, rope=rope,
                         legacy_bf16_rope=legacy_bf16_rope, scan_impl=scan_impl, chunk_size=chunk_size)
         norm_cfg = norm_cfg or dict(type='RMSNorm', eps=1e-5)
-        # mmengine's ModuleList passes init_weights on, so every mixer restores its dt_proj init after the Linear init
-        self.layers = ModuleList(
-            TransformerBlock(self.embed_dims, mixer, None, norm_cfg=norm_cfg) for _ in range(self.num_layers))
-        self.drop_path_rate = drop_path_rate
-        final_norm_cfg = final_norm_cfg or dict(type='LN', eps=1e-6)
-        self.norm = build_norm_layer(final_norm_cfg, self.embed_dims) if final_norm else nn.Identity()
-        self.pool_norm = nn.Identity()
-        self.with_cp = with_cp
-        self._freeze_stages()
+        self._build_blocks(partial(TransformerBlock, mixer=mixer, ffn=None, norm_cfg=norm_cfg),
+                           final_norm_cfg or dict(type='LN', eps=1e-6), drop_path_rate, with_cp)
 
 
 class DefocusTransformer(DefocusBackbone):
@@ -220,23 +229,15 @@ class DefocusTransformer(DefocusBackbone):
                  init_cfg: Optional[Union[dict, List[dict]]] = None,
                  **mixer_options) -> None:
         super().__init__(init_cfg=init_cfg)
-        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
-        self.embed_dims = setting['embed_dims']
-        self.num_layers = setting['num_layers']
-        self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
-        self._build_stem(in_channels, patch_size, img_size, delta_scale_factor, rope_scale_factor, patch_rearrange,
-                         with_pos_embed)
+        setting = self._build_stem(arch, ('embed_dims', 'num_layers', 'num_heads'), in_channels, patch_size, img_size,
+                                   delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices, out_type,
+                                   final_norm, frozen_stages, with_pos_embed)
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
         mixer = partial(self.build_mixer, num_heads=setting['num_heads'], **mixer_options)
         ffn = partial(FFN, feedforward_channels=setting.get('feedforward_channels', 4 * self.embed_dims),
                       add_identity=False)
-        self.layers = ModuleList(
-            TransformerBlock(self.embed_dims, mixer, ffn, norm_cfg=norm_cfg) for _ in range(self.num_layers))
-        self.drop_path_rate = drop_path_rate
-        self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
-        self.pool_norm = nn.Identity()
-        self.with_cp = with_cp
-        self._freeze_stages()
+        self._build_blocks(partial(TransformerBlock, mixer=mixer, ffn=ffn, norm_cfg=norm_cfg), norm_cfg,
+                           drop_path_rate, with_cp)
 
     @staticmethod
     def build_mixer(embed_dims: int, num_heads: int, **options) -> nn.Module:
