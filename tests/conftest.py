@@ -7,10 +7,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pytest  # noqa: E402
 
 
+def _uses_module_fixture(item) -> bool:
+    """Whether the test uses a module-scoped fixture of its own module (e.g. a shared training run)."""
+    return any(defs[-1].scope == 'module' and defs[-1].baseid.endswith('.py')
+               for defs in item._fixtureinfo.name2fixturedefs.values())
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Run the slow end-to-end tests first, then the other end-to-end ones, then the unit tests (stable order within
-    each): with several xdist workers the short tests fill the gaps instead of one long run finishing alone."""
+    each): with several xdist workers the short tests fill the gaps instead of one long run finishing alone. Tests
+    that share a module-scoped fixture form one xdist group (``--dist loadgroup``), so it is built once."""
     items.sort(key=lambda item: (item.get_closest_marker('slow') is None, item.get_closest_marker('e2e') is None))
+    for item in items:
+        if _uses_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 def _make_shapes(root: Path, style: str) -> Path:

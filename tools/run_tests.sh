@@ -9,4 +9,4 @@ cd "$ROOT"
 bash tools/setup_env.sh
 "$ROOT/.venv/bin/ruff" check "$ROOT"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-exec "$ROOT/.venv/bin/python" -m pytest tests -ra --durations=15 -n "${MMCAUSAL_TEST_WORKERS:-2}" --dist worksteal "$@"
+exec "$ROOT/.venv/bin/python" -m pytest tests -ra --durations=15 -n "${MMCAUSAL_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -10,6 +10,7 @@ band-pass filter (decay + learnable-frequency RoPE), so token ``t`` only sees to
   :class:`~mmcausal.models.layers.DecayAttention` (Eq. 8) or :class:`~mmcausal.models.layers.MultiScaleRetention`
   (Eq. 4). No official code exists for them (notes B2): they are reconstructions from the paper.
 """
+import inspect
 import math
 from functools import partial
 from typing import Callable, List, Optional, Sequence, Tuple, Union
@@ -232,10 +233,15 @@ class DefocusTransformer(DefocusBackbone):
         setting = self._build_stem(arch, ('embed_dims', 'num_layers', 'num_heads'), in_channels, patch_size, img_size,
                                    delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices, out_type,
                                    final_norm, frozen_stages, with_pos_embed)
+        known = set(inspect.signature(self.build_mixer).parameters) - {'embed_dims', 'num_heads'}
+        unknown = sorted(set(mixer_options) - known)
+        if unknown:
+            raise BackboneConfigError(f'{type(self).__name__} got unknown arguments {unknown}; besides the documented '
+                                      f'ones, its mixer takes {sorted(known)}.')
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
         mixer = partial(self.build_mixer, num_heads=setting['num_heads'], **mixer_options)
         ffn = partial(FFN, feedforward_channels=setting.get('feedforward_channels', 4 * self.embed_dims),
-                      add_identity=False)
+                      act_cfg=dict(type='GELU'), add_identity=False)  # mmcv's default activation is ReLU
         self._build_blocks(partial(TransformerBlock, mixer=mixer, ffn=ffn, norm_cfg=norm_cfg), norm_cfg,
                            drop_path_rate, with_cp)
 

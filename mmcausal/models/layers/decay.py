@@ -1,10 +1,13 @@
 """De-focus ViT's token mixer: causal softmax attention through a learnable band-pass filter (De-focus Attention
-Networks, Tao et al. 2024, Eq. 8; paper-derived, no official code exists: notes B2).
+Networks, Tao et al. 2024; paper-derived, no official code exists).
 
 Per head ``h`` the logit of query ``t`` and key ``s <= t`` gets a decay bias ``lambda_h (t - s)`` with
 ``lambda_h = -exp(lambda_hat_h)`` (the paper's parameterisation, Sec. 5.1) and q/k are rotated by a RoPE with learnable
 frequencies (:class:`~mmcausal.models.layers.LearnableRoPE`, paired):
 ``y_t = sum_{s<=t} softmax_s(q_t^T R(theta (t - s)) k_s / sqrt(d) + lambda_h (t - s)) v_s``.
+This is notes B2's reading of the paper's Eq. 8 (the decay multiplies the *un-normalised* weight ``exp(logit)``, an
+ALiBi-style bias with a learnable slope); read literally, Eq. 8 puts ``e^{lambda (t - s)}`` inside the logit as a
+factor (xPos-style). Neither is verified against code.
 """
 import math
 from typing import Optional
@@ -13,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import SelfAttention, explicit_attention_requested, masked_attention
+from .attention import AttentionConfigError, AttentionProbe, explicit_attention_requested, masked_attention
 from .context import TokenLayout
 from .rope import LearnableRoPE
 
@@ -84,23 +87,46 @@ def folded_decay_attention(q: Tensor, k: Tensor, v: Tensor, rates: Tensor) -> Te
     return out[..., :head_dim]
 
 
-class DecayAttention(SelfAttention):
-    """De-focus ViT attention (Eq. 8, paper-derived): ``(B, N, D) -> (B, N, D)``, strictly causal.
+class DecayAttention(nn.Module):
+    """De-focus ViT attention (notes B2's reading of Eq. 8): ``(B, N, D) -> (B, N, D)``, strictly causal.
 
-    q/k rotated by a paired :class:`LearnableRoPE` over the sequence index ``t / position_scale``, then causal
-    softmax attention with the learnable decay bias ``lambda_h (t - s)`` (``lambda_h / decay_scale``). fp32/fp64
-    inputs take :func:`folded_decay_attention` (O(N) memory) while ``|lambda| (N - 1) <= FOLD_LIMIT``; otherwise
-    (bf16/fp16, very strong decays, or analysis under ``explicit_attention_mode``) the ``(heads, N, N)`` float bias
-    goes to :func:`~mmcausal.models.layers.masked_attention` (SDPA, or the explicit path that feeds the probe).
+    ``qkv`` (rows ``[q | k | v]`` split by head) and ``proj`` as :class:`~mmcausal.models.layers.SelfAttention`; q/k
+    rotated by a paired :class:`LearnableRoPE` over the sequence index ``t / position_scale``, then causal softmax
+    attention with the learnable decay bias ``lambda_h (t - s)`` (``lambda_h / decay_scale``).
+
+    Paths: fp64 inputs, and fp32 inputs under ``torch.get_float32_matmul_precision() == 'highest'`` (the default),
+    take :func:`folded_decay_attention` (SDPA's causal kernel, O(N) memory) while ``|lambda| (N - 1) <= FOLD_LIMIT``.
+    Otherwise (bf16/fp16 autocast, reduced-precision fp32 matmuls, decays stronger than the limit) the
+    ``(heads, N, N)`` float bias goes to SDPA, which keeps O(heads N^2) for the bias; under
+    :func:`~mmcausal.models.layers.explicit_attention_mode` the explicit path feeds ``attn_probe``.
 
     Args:
-        embed_dims, num_heads, qkv_bias, proj_bias: as :class:`SelfAttention`.
+        embed_dims: ``D``.
+        num_heads: heads (each with its own decay).
+        qkv_bias, proj_bias: biases of the projections.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True) -> None:
-        super().__init__(embed_dims, num_heads, qkv_bias=qkv_bias, proj_bias=proj_bias, mask_mode='causal')
+        super().__init__()
+        if embed_dims % num_heads:
+            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        self.num_heads = num_heads
+        self.head_dim = embed_dims // num_heads
+        self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
+        self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
         self.rope = LearnableRoPE(self.head_dim, pairing='paired')
         self.decay = LearnableDecay(num_heads)
+        self.attn_probe = AttentionProbe()
+
+    def _foldable(self, q: Tensor, rates: Tensor) -> bool:
+        if explicit_attention_requested():
+            return False
+        if q.dtype == torch.float32:
+            if torch.get_float32_matmul_precision() != 'highest':
+                return False
+        elif q.dtype != torch.float64:
+            return False
+        return rates.detach().abs().max().item() * (q.shape[-2] - 1) <= FOLD_LIMIT
 
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         position_scale = layout.position_scale if layout is not None else 1.
@@ -109,12 +135,10 @@ class DecayAttention(SelfAttention):
         q, k, v = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = self.rope(q, k, position_scale=position_scale)
         rates = self.decay.rates(decay_scale)
-        foldable = q.dtype in (torch.float32, torch.float64) and \
-            rates.detach().abs().max().item() * (length - 1) <= FOLD_LIMIT
-        if foldable and not explicit_attention_requested():
+        if self._foldable(q, rates):
             out = folded_decay_attention(q, k, v, rates.to(q.dtype))
-        else:
-            out = masked_attention(q, k, v.contiguous(), 'causal',
+        else:  # the bias holds the causal -inf itself
+            out = masked_attention(q, k, v.contiguous(), 'bidirectional',
                                    attn_bias=self.decay.bias(length, decay_scale).to(q.dtype), probe=self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, length, embed_dims))
 

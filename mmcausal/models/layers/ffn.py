@@ -2,8 +2,9 @@
 
 Both modules come from upstream: mmpretrain's :class:`~mmpretrain.models.utils.SwiGLUFFN`
 (``w3(silu(x W1) * (x W2))`` with ``W1, W2`` fused into ``w12``) and mmcv's
-:class:`~mmcv.cnn.bricks.transformer.FFN` (``fc2(GELU(fc1(x)))``, keys ``layers.0.0`` / ``layers.1``). Blocks use
-them with ``add_identity=False`` (the residual lives in the block). This file adds the SwiGLU width rule and a
+:class:`~mmcv.cnn.bricks.transformer.FFN` (``fc2(act(fc1(x)))``, keys ``layers.0.0`` / ``layers.1``; its
+default ``act_cfg`` is ReLU, so a GELU MLP passes ``act_cfg=dict(type='GELU')``). Blocks use them with
+``add_identity=False`` (the residual lives in the block). This file adds the SwiGLU width rule and a
 gate that keeps less for backward (same arguments, keys and forward values as mmpretrain's module).
 """
 import torch

@@ -18,6 +18,7 @@ from mmcausal.utils.errors import UserInputError
 from .context import TokenLayout
 from .decay import LearnableDecay
 from .rope import LearnableRoPE
+from .scan import check_chunk_size
 
 
 class RetentionConfigError(UserInputError, ValueError):
@@ -101,9 +102,7 @@ class MultiScaleRetention(nn.Module):
         super().__init__()
         if embed_dims % num_heads:
             raise RetentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
-        if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int)
-                                       or chunk_size < 1):
-            raise RetentionConfigError(f'chunk_size must be a positive int or None, got {chunk_size!r}.')
+        check_chunk_size(chunk_size, RetentionConfigError)
         self.num_heads = num_heads
         self.head_dim = embed_dims // num_heads
         self.chunk_size = chunk_size

@@ -24,7 +24,7 @@ and the gradients come from one reverse sweep over the same slices.
 """
 import functools
 import math
-from typing import Callable, List, NamedTuple, Optional
+from typing import Callable, List, NamedTuple, Optional, Type
 
 import torch
 import torch.nn.functional as F
@@ -71,10 +71,10 @@ def sequential_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C:
     return torch.stack(outputs, dim=1)
 
 
-def check_chunk_size(chunk_size: Optional[int]) -> None:
-    """None (automatic) or a positive number of tokens; :class:`ScanConfigError` otherwise."""
-    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
-        raise ScanConfigError(f'chunk_size must be a positive number of tokens or None, got {chunk_size!r}.')
+def check_chunk_size(chunk_size: Optional[int], error: Optional[Type[Exception]] = None) -> None:
+    """None (automatic) or a positive number of tokens; ``error`` (:class:`ScanConfigError`) otherwise."""
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise (error or ScanConfigError)(f'chunk_size must be a positive number of tokens or None, got {chunk_size!r}.')
 
 
 class _Chunks(NamedTuple):

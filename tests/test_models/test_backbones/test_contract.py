@@ -77,7 +77,8 @@ TINY: Dict[str, Tuple[Tiny, ...]] = {
         Tiny(dict(_BASE, img_size=16, patch_rearrange=True, delta_scale_factor='auto', rope_scale_factor='auto',
                   out_type='featmap'), out_types=('cls_token', 'featmap', 'avg_featmap'), name='rearranged'),
     ),
-    'DefocusRetNet': (Tiny(_BASE), Tiny(dict(_BASE, retention_chunk_size=None), name='parallel')),
+    # chunks of 4 tokens: the contract's 17..31 tokens cross chunk boundaries (the default 64 would be one chunk)
+    'DefocusRetNet': (Tiny(_BASE), Tiny(dict(_BASE, retention_chunk_size=4), name='chunked')),
 }
 
 

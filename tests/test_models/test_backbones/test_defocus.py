@@ -50,6 +50,13 @@ def test_defocus_vit_base_is_deit_base_plus_the_band_pass_filter_and_the_aux_hea
     assert ours == deit + 768 * 1000 + 1000 + 12 * (12 + 32) == 87_337_184
 
 
+@pytest.mark.parametrize('cls', [DefocusViT, DefocusRetNet])
+def test_transformer_variants_use_a_gelu_mlp_and_explain_unknown_mixer_options(cls):
+    assert isinstance(_tiny(cls).layers[0].ffn.layers[0][1], torch.nn.GELU)  # mmcv's FFN defaults to ReLU
+    with pytest.raises(BackboneConfigError, match='unknown arguments'):
+        _tiny(cls, chunksize=8)
+
+
 def test_defocus_retnet_base_has_the_documented_layout():
     """W_Q, W_K, W_V, W_G, W_O (D x D, no bias), GroupNorm, 12 decays, 32 frequencies, LN + GELU MLP 4D per block;
     patch embedding, class token, position table, final LN, two heads: 94.4 M (the paper reports 92.7 M for its

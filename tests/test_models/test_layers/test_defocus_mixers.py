@@ -55,8 +55,23 @@ def _decay_attention_oracle(module, x, position_scale, decay_scale):
     return F.linear(out.transpose(1, 2).reshape(batch, length, dims), module.proj.weight, module.proj.bias)
 
 
-@pytest.mark.parametrize('log_rate', [None, 3.])  # init (folded fast path) / |lambda| = 20: the float-bias path
-def test_decay_attention_is_eq8_on_every_path(log_rate):
+def _spy_fold(monkeypatch):
+    """Count the calls of the folded fast path inside DecayAttention."""
+    from mmcausal.models.layers import decay
+    original, calls = decay.folded_decay_attention, []
+
+    def spy(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(decay, 'folded_decay_attention', spy)
+    return calls
+
+
+# init decays: the folded fast path; lambda_hat = 4 (|lambda| (N - 1) = 36.4 * 59 > FOLD_LIMIT): the float-bias path
+@pytest.mark.parametrize('log_rate,folded', [(None, True), (4., False)])
+def test_decay_attention_is_eq8_on_every_path(monkeypatch, log_rate, folded):
+    calls = _spy_fold(monkeypatch)
     torch.manual_seed(0)
     module = DecayAttention(32, num_heads=4).double()
     with torch.no_grad():
@@ -66,8 +81,15 @@ def test_decay_attention_is_eq8_on_every_path(log_rate):
     x = torch.randn(2, 60, 32, dtype=torch.float64)
     layout = TokenLayout((7, 8), 'last', position_scale=2.5, decay_scale=1.5)
     expected = _decay_attention_oracle(module, x, 2.5, 1.5)
+    actual = module(x, layout)
+    assert bool(calls) == folded
     # RoPE angles and rotations are fp32 by design (as in every mmcausal RoPE): fp32-level agreement
-    torch.testing.assert_close(module(x, layout), expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6)
+    weights = torch.randn_like(expected)
+    params = (module.qkv.weight, module.decay.log_rate, module.rope.freq)
+    grads = torch.autograd.grad((actual * weights).sum(), params)
+    for got, want in zip(grads, torch.autograd.grad((expected * weights).sum(), params)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
     with record_attention(module) as records:  # the analysis path: explicit weights through the probe
         torch.testing.assert_close(module(x, layout), expected, rtol=1e-5, atol=1e-6)
     (weights, ) = records['attn_probe']
@@ -75,14 +97,43 @@ def test_decay_attention_is_eq8_on_every_path(log_rate):
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 60, dtype=torch.float64))
 
 
-def test_decay_attention_in_bf16_autocast_follows_fp32():
+def test_fp32_fold_near_its_limit_keeps_fp32_accuracy_and_needs_full_precision_matmuls(monkeypatch):
+    calls = _spy_fold(monkeypatch)
+    torch.manual_seed(0)
+    module = DecayAttention(32, num_heads=4)
+    with torch.no_grad():
+        module.decay.log_rate.fill_(2.3)  # |lambda| = 9.97: |lambda| (N - 1) = 997 <= FOLD_LIMIT at N = 101
+    x = torch.randn(2, 101, 32)
+    actual = module(x)
+    assert calls == [1]
+    expected = _decay_attention_oracle(module.double(), x.double(), 1., 1.)
+    torch.testing.assert_close(actual.double(), expected, rtol=1e-4, atol=2e-5)
+    module.float()
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision('high')  # TF32 / bf16 products would blow the folded channel's error up
+    try:
+        module(x)
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    assert calls == [1]
+
+
+def test_decay_attention_in_bf16_autocast_follows_the_formula():
     torch.manual_seed(0)
     module = DecayAttention(64, num_heads=4)
+    with torch.no_grad():
+        module.decay.log_rate.copy_(torch.linspace(-1., 0., 4))  # strong decays: |lambda| 0.37 .. 1
     x = torch.randn(2, 50, 64)
     with torch.autocast('cpu', dtype=torch.bfloat16):
         low = module(x)
     assert low.dtype == torch.bfloat16
-    torch.testing.assert_close(low.float(), module(x), rtol=0, atol=0.03)
+    module.double()
+    expected = _decay_attention_oracle(module, x.double(), 1., 1.)
+    error = (low.double() - expected).abs().max()
+    with torch.no_grad():
+        module.decay.log_rate.fill_(-30.)  # no decay: a control that the bf16 path really applies it
+    control = (_decay_attention_oracle(module, x.double(), 1., 1.) - expected).abs().max()
+    assert error < 0.1 * control, (error, control)
 
 
 @pytest.mark.parametrize('length', [1, 5, 33])
@@ -136,7 +187,7 @@ def test_multi_scale_retention_is_the_retnet_formula(chunk_size):
     torch.testing.assert_close(module(x, layout), expected, rtol=1e-5, atol=1e-6)  # fp32 RoPE, as above
 
 
-@pytest.mark.parametrize('chunk_size', [0, 2.5, True])
+@pytest.mark.parametrize('chunk_size', [0, 2.5, True, -3])
 def test_bad_retention_chunk_size_is_explained(chunk_size):
     with pytest.raises(RetentionConfigError, match='chunk_size'):
         MultiScaleRetention(32, num_heads=4, chunk_size=chunk_size)
