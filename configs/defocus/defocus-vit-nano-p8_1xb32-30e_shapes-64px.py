@@ -2,8 +2,8 @@
 # embedded synthetic "shapes" data (ImageNet layout). Same backbone type (causal attention with the learnable decay
 # and RoPE, class token last, position table), pooled auxiliary loss and no-decay rules; data, sizes, schedule,
 # clipping, repeated-augmentation sampler, drop-path schedule, EMA and no AMP are the De-focus Mamba twin's
-# (defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py), which it inherits; patch 8 (64 tokens + cls) instead of 16,
-# where it reached only 42.0 top-1 on shapes v2 (71.0 at patch 8).
+# (defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py), which it inherits; patch 8 (64 tokens + cls) instead of 16
+# (with a ReLU MLP, an earlier bug: 42.0 top-1 on shapes v2 at patch 16, 71.0 at patch 8).
 _base_ = ['./defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py']
 
 model = dict(
