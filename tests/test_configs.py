@@ -214,12 +214,22 @@ CLIP_GRAD = {'defocus/defocus-mamba-base_8xb64-300e_in1k.py': dict(max_norm=10.0
              # the paper-derived ViT / RetNet take the released Mamba recipe (no code exists for them)
              'defocus/defocus-vit-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
              'defocus/defocus-retnet-base_8xb64-300e_in1k.py': dict(max_norm=10.0)}
+#: the De-focus DINO configs (notes B4) -> their lr steps; they clip at 0.1, decay every parameter (no norm / bias
+#: exemption) and multiply the lr of names containing backbone / sampling_offsets / reference_points by 0.1
+DEFOCUS_DINO = {'defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-12e_coco.py': [11],
+                'defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-36e_coco.py': [27, 33]}
+CLIP_GRAD.update({name: dict(max_norm=0.1, norm_type=2) for name in DEFOCUS_DINO})
+DECAY_ALL = set(DEFOCUS_DINO)
+LR_MULT = {name: {'backbone': 0.1, 'sampling_offsets': 0.1, 'reference_points': 0.1} for name in DEFOCUS_DINO}
 
 RECIPES = {
     'defocus/defocus-mamba-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 24, 512),
     'defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py': _defocus(2e-5 * 256 / 512, 20, 2, 48, 256),
     'defocus/defocus-vit-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
     'defocus/defocus-retnet-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
+    # notes B4: AdamW 2e-4, wd 1e-4, 8 x 2 images, lr x 0.1 at the steps, fp32
+    **{name: ('mmdet', 'AdamW', 2e-4, 1e-4, ADAMW, None, 24, 16, [('MultiStepLR', 0, epochs)], ('epochs', epochs),
+              False) for name, epochs in zip(DEFOCUS_DINO, (12, 36))},
     **{f'pyramid_vision_llama/pyramid-vision-llama-{a}_8xb128-300e_in1k.py': _pyramid_imagenet()
        for a in ('small', 'base', 'large')},
     **{f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160k_ade20k-512x512.py': _pyramid_upernet()
@@ -311,18 +321,23 @@ def test_full_config_recipe(name):
         scale = 1.0
         if layer_decay is not None and param_name.startswith('backbone.'):
             scale = _expected_layer_scale(param_name, layer_decay, num_layers)
+        scale *= next((mult for key, mult in LR_MULT.get(name, {}).items() if key in param_name), 1.0)
         assert group['lr'] == pytest.approx(lr * scale), param_name
         param = model.get_parameter(param_name)
-        if param.ndim == 1 and (name not in DECAY_BIASES or 'norm' in param_name):  # norms (and biases) exempt
+        if name in DECAY_ALL:
+            assert group['weight_decay'] == wd, param_name
+        elif param.ndim == 1 and (name not in DECAY_BIASES or 'norm' in param_name):  # norms (and biases) exempt
             assert group['weight_decay'] == 0.0, param_name
         elif param_name.endswith(('qkv.weight', 'w12.weight')):
             assert group['weight_decay'] == wd, param_name
     if layer_decay is not None:  # the deepest ids really are scaled
         assert any(g['lr'] == pytest.approx(lr * layer_decay**(num_layers + 1)) for n, g in groups
                    if n.startswith('backbone.patch_embed'))
+    if name in LR_MULT:  # substrings; the released 'reference_points' (Deformable DETR's) matches nothing in DINO
+        assert {key for key in LR_MULT[name] if any(key in n for n, _ in groups)} == {'backbone', 'sampling_offsets'}
 
 
-@pytest.mark.parametrize('name', sorted(CLIP_GRAD))
+@pytest.mark.parametrize('name', sorted(set(CLIP_GRAD) - set(DEFOCUS_DINO)))
 def test_defocus_no_decay_set_is_the_official_rule(name):
     """The official optimizer exempts 1-D parameters, biases, cls_token / pos_embed, names containing 'decay',
     'alpha', 'beta' or 'gamma' and any name with a capital 'A' or 'D' (notes B3)."""
@@ -343,3 +358,67 @@ def test_defocus_no_decay_set_is_the_official_rule(name):
 
     assert no_decay == {n for n, p in model.named_parameters() if official_exempt(n, p)}
     assert any(n.endswith('A_log' if 'mamba' in name else 'decay.log_rate') for n in no_decay)
+
+
+#: notes B4: DETR multi-scale augmentation (shorter side 480-800 step 32, max 1333; or 400/500/600 -> crop 384-600)
+DETR_SCALES = [(side, 1333) for side in range(480, 801, 32)]
+
+
+@pytest.mark.parametrize('name', sorted(DEFOCUS_DINO))
+def test_defocus_dino_recipe(name):
+    """The released De-focus Mamba-B + DINO recipe (notes B4); optimizer groups: test_full_config_recipe."""
+    cfg = Config.fromfile(str(ROOT / 'configs' / name))
+    model = cfg.model
+    backbone = model.backbone
+    assert (backbone.type, backbone.arch, backbone.img_size, backbone.patch_size) == ('DefocusMamba', 'base', 224, 16)
+    assert backbone.patch_rearrange is True
+    assert (backbone.delta_scale_factor, backbone.rope_scale_factor) == (4.57, 20.0)
+    assert dict(backbone.final_norm_cfg) == dict(type='LN', eps=1e-5)
+    assert (backbone.drop_path_rate, backbone.out_type) == (0.5, 'featmap')
+    assert (backbone.init_cfg.type, backbone.init_cfg.prefix) == ('Pretrained', 'backbone.')
+    neck = model.neck
+    assert (neck.type, neck.in_channels, neck.out_channels, tuple(neck.scales), neck.num_outs, neck.norm_eps) == (
+        'SimpleFeaturePyramid', 768, 256, (4, 2, 1, 0.5), 4, 1e-5)  # P2-P5, LN2d eps as released (mmcv's 1e-5)
+    # mmdet's improved DINO-4scale, as the official base
+    assert (model.type, model.num_queries, model.get('num_feature_levels', 4)) == ('DINO', 900, 4)
+    assert model.with_box_refine and model.as_two_stage and model.data_preprocessor.pad_size_divisor == 1
+    for coder in (model.encoder, model.decoder):
+        assert coder.num_layers == 6 and coder.layer_cfg.ffn_cfg.feedforward_channels == 2048
+    assert model.encoder.layer_cfg.self_attn_cfg.num_levels == model.decoder.layer_cfg.cross_attn_cfg.num_levels == 4
+    assert (model.positional_encoding.offset, model.positional_encoding.temperature) == (-0.5, 10000)
+    head = model.bbox_head
+    assert [head[k].loss_weight for k in ('loss_cls', 'loss_bbox', 'loss_iou')] == [2.0, 5.0, 2.0]
+    assert (model.dn_cfg.label_noise_scale, model.dn_cfg.box_noise_scale, model.dn_cfg.group_cfg.num_dn_queries) == (
+        0.5, 1.0, 300)
+    assert model.test_cfg.max_per_img == 300
+    # optimizer (groups, decay and lr multipliers of the built model: test_full_config_recipe)
+    optim = cfg.optim_wrapper
+    assert optim.get('type', 'OptimWrapper') == 'OptimWrapper'  # fp32
+    assert (optim.optimizer.type, optim.optimizer.lr, optim.optimizer.weight_decay) == ('AdamW', 2e-4, 1e-4)
+    assert dict(optim.clip_grad) == dict(max_norm=0.1, norm_type=2)
+    assert set(optim.paramwise_cfg) == {'custom_keys'}  # no norm / bias / layer-wise rules
+    assert {k: dict(v) for k, v in optim.paramwise_cfg.custom_keys.items()} == {
+        k: dict(lr_mult=0.1) for k in ('backbone', 'sampling_offsets', 'reference_points')}
+    (step, ) = cfg.param_scheduler
+    assert (step.type, step.milestones, step.gamma, step.by_epoch) == ('MultiStepLR', DEFOCUS_DINO[name], 0.1, True)
+    assert cfg.train_cfg.max_epochs == step.end == (12 if DEFOCUS_DINO[name] == [11] else 36)
+    # data: DETR multi-scale augmentation with flips, test at (1333, 800)
+    train = cfg.train_dataloader
+    assert (train.batch_size, train.dataset.filter_cfg.filter_empty_gt) == (2, False)
+    flip, choice = [t for t in train.dataset.pipeline if t.type in ('RandomFlip', 'RandomChoice')]
+    assert flip.prob == 0.5
+    (resize, ), (small, crop, resize_again) = choice.transforms
+    assert [tuple(s) for s in resize.scales] == [tuple(s) for s in resize_again.scales] == DETR_SCALES
+    assert [tuple(s) for s in small.scales] == [(400, 4200), (500, 4200), (600, 4200)]
+    assert (crop.type, crop.crop_type, tuple(crop.crop_size)) == ('RandomCrop', 'absolute_range', (384, 600))
+    (test_resize, ) = [t for t in cfg.test_dataloader.dataset.pipeline if t.type == 'Resize']
+    assert tuple(test_resize.scale) == (1333, 800) and test_resize.keep_ratio
+
+
+def test_defocus_dino_detector_runs():
+    """The full-size detector on a small non-square image: 2 x 2 sections of 224 px, P2-P5 at strides 4-32."""
+    model = _build(Config.fromfile(str(ROOT / 'configs' / sorted(DEFOCUS_DINO)[0])), 'mmdet')
+    with torch.no_grad():
+        features = model.extract_feat(torch.randn(1, 3, 256, 320))
+    assert [tuple(f.shape) for f in features] == [(1, 256, 64, 80), (1, 256, 32, 40), (1, 256, 16, 20),
+                                                  (1, 256, 8, 10)]

@@ -1,17 +1,21 @@
 """defocus2mmcausal: official classification files (model / model_ema beside a pickled yacs config, MLP heads, the
-22k -> 1k head slice) and detection files (flat or backbone.-prefixed) -> mmcausal checkpoints."""
+22k -> 1k head slice) and detection files (flat backbone, or a whole DINO detector with its simple feature pyramid)
+-> mmcausal checkpoints."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from foreign_pickles import save_with_config_node
 from mmcausal.converters import convert_defocus, load_source_state_dict
+from mmcausal.converters.defocus import DINO_PARTS
 from mmcausal.registry import MODELS
 from reference.official_defocus import DefocusMambaOfficial
+from reference.official_simple_fpn import SimpleFPNOfficial
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = ROOT / 'tools/model_converters/defocus2mmcausal.py'
@@ -85,8 +89,80 @@ def test_detection_files_keep_the_backbone(prefix):
     expected |= {f'backbone.layers.{i}.{name}' for i in range(2) for name in (
         'norm1.weight', 'attn.in_proj.weight', 'attn.conv1d.weight', 'attn.conv1d.bias', 'attn.x_proj.weight',
         'attn.dt_proj.weight', 'attn.dt_proj.bias', 'attn.A_log', 'attn.D', 'attn.rope.freq', 'attn.out_proj.weight')}
-    assert set(converted) == expected  # the neck and DINO head of a detector file are left out
+    if prefix:  # a whole detector: its neck is renamed, its DINO parts keep their names
+        expected |= {'neck.branches.0.0.weight', 'bbox_head.cls_branches.0.weight', 'query_embedding.weight'}
+    assert set(converted) == expected
     torch.testing.assert_close(converted['backbone.patch_embed.projection.weight'], official['patch_embed.proj.weight'])
+
+
+def _official_neck(seed, channels=64, out_channels=32):
+    torch.manual_seed(seed)
+    neck = SimpleFPNOfficial(channels, out_channels).eval()
+    with torch.no_grad():
+        for param in neck.parameters():  # LN2d weights away from 1 and biases away from 0
+            param.add_(torch.randn_like(param) * 0.05)
+    return neck
+
+
+def test_detection_neck_converts_onto_our_simple_feature_pyramid():
+    official = _official_neck(0)
+    detector = {f'neck.{k}': v for k, v in official.state_dict().items()}
+    assert {k for k in detector if '.norm_layer.' in k}  # mmcv's name for the LN2d inside a ConvModule
+    converted = convert_defocus(detector)
+    assert {m.eps for m in official.modules() if type(m).__name__ == 'LN2d'} == {1e-5}  # mmcv's, not LN2d's 1e-6
+    # the neck of the De-focus DINO configs
+    cfg = Config.fromfile(str(ROOT / 'configs/defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-12e_coco.py'))
+    neck_cfg = dict(cfg.model.neck, in_channels=64, out_channels=32)
+    ours = MODELS.build(neck_cfg).eval()
+    ours.load_state_dict({k[len('neck.'):]: v for k, v in converted.items()}, strict=True)
+    features = torch.randn(2, 64, 5, 7, dtype=torch.float64)  # odd sizes: the stride-32 level floors, in both
+    with torch.no_grad():  # float64: the two LN2d formulas then agree to rounding
+        for level, (mine, theirs) in enumerate(zip(ours.double()([features]), official.double()(features),
+                                                   strict=True)):
+            assert mine.shape == theirs.shape and (mine - theirs).abs().max() < 1e-9, level
+    with pytest.raises(KeyError, match='Unexpected neck key'):
+        convert_defocus({'neck.fpn1.2.weight': torch.zeros(1)})  # fpn1.2 is the GELU
+
+
+def _dino_detector(seed):
+    """The DINO detector of the De-focus COCO configs at test size: the recipe's neck (strides 4-32), a 2-block
+    backbone shaped like the official oracle, the twin's small DINO."""
+    cfg = Config.fromfile(str(ROOT / 'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py'))
+    full = Config.fromfile(str(ROOT / 'configs/defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-12e_coco.py'))
+    cfg.model.backbone.arch = dict(embed_dims=64, num_layers=2)
+    cfg.model.neck = dict(full.model.neck, in_channels=64)
+    init_default_scope('mmdet')
+    torch.manual_seed(seed)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    return model.eval()
+
+
+def test_whole_official_dino_detector_loads_strictly(tmp_path):
+    backbone = {k.replace('patch_embed.proj.', 'patch_embed.projection.'): v
+                for k, v in _official(0).state_dict().items() if not k.startswith('head')}
+    neck = _official_neck(1, out_channels=256).state_dict()
+    # the official detector's DINO is mmdet's own module, so another build of it has the official names
+    dino = {k: v for k, v in _dino_detector(2).state_dict().items() if not k.startswith(('backbone.', 'neck.'))}
+    assert {k.split('.')[0] for k in dino} == {'bbox_head', 'encoder', 'decoder', 'query_embedding', 'level_embed',
+                                                'memory_trans_fc', 'memory_trans_norm', 'dn_query_generator'}
+    assert all(k.startswith(DINO_PARTS) for k in dino)
+    assert all(any(k.startswith(part) for k in dino) for part in DINO_PARTS)  # no stale prefix
+    official = {**{f'backbone.{k}': v for k, v in backbone.items()}, **{f'neck.{k}': v for k, v in neck.items()},
+                **dino}
+    src, dst = tmp_path / 'defocus_mamba_base_12ep_dino.pth', tmp_path / 'converted.pth'
+    torch.save(dict(state_dict=official, meta=dict(epoch=12)), src)
+    result = _convert(src, dst)
+    assert result.returncode == 0, result.stderr
+    converted = torch.load(dst, weights_only=True)['state_dict']
+
+    ours = _dino_detector(3)
+    ours.load_state_dict(converted, strict=True)
+    mine = ours.state_dict()
+    for key, value in dino.items():
+        torch.testing.assert_close(mine[key], value, rtol=0, atol=0, msg=key)
+    torch.testing.assert_close(mine['neck.output_convs.0.1.weight'], neck['lateral_convs.0.norm_layer.weight'])
+    torch.testing.assert_close(mine['backbone.layers.1.attn.A_log'], backbone['blocks.1.mixer.A_log'])
 
 
 def test_unknown_keys_and_missing_ema_are_explained(tmp_path):

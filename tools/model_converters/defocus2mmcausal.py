@@ -3,12 +3,14 @@
     python tools/model_converters/defocus2mmcausal.py defocus_mamba_base.pth checkpoints/defocus-mamba-base_in1k.pth
     python tools/model_converters/defocus2mmcausal.py --ema defocus_mamba_large_22k.pth large_22k-ema.pth
     python tools/model_converters/defocus2mmcausal.py --ema --head-rows map22kto1k.txt large_22k.pth large_22kto1k.pth
-    python tools/model_converters/defocus2mmcausal.py defocus_mamba_det_base.pth checkpoints/defocus-det-backbone.pth
+    python tools/model_converters/defocus2mmcausal.py defocus_mamba_det_base.pth checkpoints/defocus-dino-base.pth
 
 Classification files: the ``model`` weights, or ``model_ema`` with ``--ema``. ``--head-rows FILE`` (one class index
 per line, as the official ``data/map22kto1k.txt``) keeps those rows of the classifiers' last layer, like the
-official ``convert_22k_to_1k.py``. Detection files: flat or ``backbone.``-prefixed; only the backbone is kept. The
-file's yacs config is never executed.
+official ``convert_22k_to_1k.py``. Detection files: flat backbone weights, or a whole official DINO detector
+(``backbone.``-prefixed), whose simple feature pyramid is mapped onto ours and whose DINO weights keep their
+(mmdet) names, so the result loads into configs/defocus/dino-4scale_defocus-mamba-base-*_coco.py. The file's yacs
+config is never executed.
 """
 import argparse
 

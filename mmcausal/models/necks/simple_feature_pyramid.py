@@ -15,12 +15,12 @@ LN2D_EPS = 1e-6  # ViTDet's LayerNorm2d (detectron2 `LayerNorm`, mmdet ViTDet `L
 CONV_INIT = dict(type='Kaiming', layer='Conv2d', mode='fan_out', nonlinearity='relu', distribution='normal', bias=0.)
 
 
-def _rescale_branch(in_channels: int, scale: float) -> Tuple[nn.Module, int]:
+def _rescale_branch(in_channels: int, scale: float, eps: float) -> Tuple[nn.Module, int]:
     """Stride-16 map -> ``scale`` times its resolution; returns the branch and its output channels."""
     if scale == 4:
         mid, out = in_channels // 2, in_channels // 4
         return nn.Sequential(
-            nn.ConvTranspose2d(in_channels, mid, 2, stride=2), LayerNorm2d(mid, eps=LN2D_EPS), nn.GELU(),
+            nn.ConvTranspose2d(in_channels, mid, 2, stride=2), LayerNorm2d(mid, eps=eps), nn.GELU(),
             nn.ConvTranspose2d(mid, out, 2, stride=2)), out
     if scale == 2:
         return nn.ConvTranspose2d(in_channels, in_channels // 2, 2, stride=2), in_channels // 2
@@ -31,11 +31,11 @@ def _rescale_branch(in_channels: int, scale: float) -> Tuple[nn.Module, int]:
     raise ValueError(f'Unsupported pyramid scale {scale}; choose from 4, 2, 1, 0.5.')
 
 
-def _output_conv(in_channels: int, out_channels: int) -> nn.Module:
+def _output_conv(in_channels: int, out_channels: int, eps: float) -> nn.Module:
     """1x1 conv + LN2d, then 3x3 conv + LN2d (no biases), as in ViTDet."""
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, 1, bias=False), LayerNorm2d(out_channels, eps=LN2D_EPS),
-        nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False), LayerNorm2d(out_channels, eps=LN2D_EPS))
+        nn.Conv2d(in_channels, out_channels, 1, bias=False), LayerNorm2d(out_channels, eps=eps),
+        nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False), LayerNorm2d(out_channels, eps=eps))
 
 
 @MODELS.register_module()
@@ -48,24 +48,28 @@ class SimpleFeaturePyramid(BaseModule):
         out_channels: channels of every output level.
         scales: resolution factors relative to the input map.
         num_outs: total number of outputs (>= ``len(scales)``).
-        init_cfg: defaults to ViTDet's conv init (:data:`CONV_INIT`); LayerNorm2d eps is ViTDet's 1e-6.
+        norm_eps: eps of every LayerNorm2d: ViTDet's 1e-6 by default; the released De-focus detector's neck has
+            1e-5 (its LN2d is built by mmcv's ``build_norm_layer``, which sets eps 1e-5 when the config gives none).
+        init_cfg: defaults to ViTDet's conv init (:data:`CONV_INIT`).
 
     Input: a tuple whose last element is ``(B, in_channels, H/16, W/16)``; output: tuple of
     ``(B, out_channels, H/s, W/s)`` maps, finest first.
     """
 
     def __init__(self, in_channels: int, out_channels: int, scales: Sequence[float] = (4, 2, 1, 0.5),
-                 num_outs: int = 5, init_cfg: Optional[dict] = None) -> None:
+                 num_outs: int = 5, norm_eps: float = LN2D_EPS, init_cfg: Optional[dict] = None) -> None:
         super().__init__(init_cfg=CONV_INIT if init_cfg is None else init_cfg)
         if num_outs < len(scales):
             raise ValueError(f'num_outs ({num_outs}) must be >= the number of scales ({len(scales)}).')
+        if not norm_eps > 0:
+            raise ValueError(f'norm_eps must be a positive number, got {norm_eps!r}.')
         self.num_outs = num_outs
         self.branches = nn.ModuleList()
         self.output_convs = nn.ModuleList()
         for scale in scales:
-            branch, channels = _rescale_branch(in_channels, scale)
+            branch, channels = _rescale_branch(in_channels, scale, norm_eps)
             self.branches.append(branch)
-            self.output_convs.append(_output_conv(channels, out_channels))
+            self.output_convs.append(_output_conv(channels, out_channels, norm_eps))
 
     def forward(self, inputs: Sequence[Tensor]) -> Tuple[Tensor, ...]:
         feature = inputs[-1]

@@ -42,3 +42,12 @@ def test_convs_use_vitdet_init():
     bound = 1. / math.sqrt(deconv.weight.shape[1] * 2 * 2)  # PyTorch: fan_in of weight (in, out, k, k) is out*k*k
     assert deconv.weight.abs().max().item() <= bound
     assert deconv.weight.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.05)
+
+
+def test_norm_eps_option_reaches_every_layer_norm():
+    """The released De-focus DINO neck's LN2d has eps 1e-5 (mmcv's default); a bad eps is refused."""
+    neck = SimpleFeaturePyramid(in_channels=32, out_channels=16, num_outs=4, norm_eps=1e-5)
+    norms = [m for m in neck.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) == 1 + 2 * 4 and all(m.eps == 1e-5 for m in norms)
+    with pytest.raises(ValueError, match='norm_eps must be a positive number'):
+        SimpleFeaturePyramid(in_channels=32, out_channels=16, norm_eps=0)
