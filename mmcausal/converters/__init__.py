@@ -1,4 +1,5 @@
 """Official-checkpoint converters; the CLIs are in ``tools/model_converters/``."""
+from .cait import convert_cait, describe_cait
 from .common import converter_main, load_source_state_dict, rename_key, save_checkpoint
 from .defocus import convert_defocus
 from .illama import convert_illama
@@ -6,6 +7,7 @@ from .pyramid_vision_llama import convert_pyramid_visionllama
 from .vision_llama import convert_visionllama_mae, describe_visionllama_mae, format_architecture
 
 __all__ = [
-    'converter_main', 'load_source_state_dict', 'rename_key', 'save_checkpoint', 'convert_defocus', 'convert_illama',
-    'convert_pyramid_visionllama', 'convert_visionllama_mae', 'describe_visionllama_mae', 'format_architecture'
+    'converter_main', 'load_source_state_dict', 'rename_key', 'save_checkpoint', 'convert_cait', 'describe_cait',
+    'convert_defocus', 'convert_illama', 'convert_pyramid_visionllama', 'convert_visionllama_mae',
+    'describe_visionllama_mae', 'format_architecture'
 ]

@@ -66,6 +66,9 @@ class BlockStackMixin:
     """What every block-stacking backbone shares: gradient checkpointing (``with_cp``) of each block and a
     runtime ``drop_path_rate`` spread linearly over :meth:`blocks` (a scheduled-drop-path hook sets it)."""
     with_cp: bool = False
+    #: how ``drop_path_rate`` spreads over :meth:`blocks`: ``'linear'`` (0 at the first block, ViT/DeiT) or
+    #: ``'uniform'`` (the same rate in every block, CaiT Sec. 4.1.1)
+    drop_path_schedule: str = 'linear'
     _drop_path_rate: float = 0.
 
     def __init__(self, init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
@@ -100,7 +103,8 @@ class BlockStackMixin:
 
     @property
     def drop_path_rate(self) -> float:
-        """Stochastic depth of the last block; block ``i`` of ``L`` gets ``rate * i / (L - 1)``."""
+        """Stochastic depth of the last block; block ``i`` of ``L`` gets ``rate * i / (L - 1)`` (``'linear'``
+        schedule) or ``rate`` (``'uniform'``)."""
         return self._drop_path_rate
 
     @drop_path_rate.setter
@@ -108,7 +112,9 @@ class BlockStackMixin:
         if not 0. <= rate < 1.:
             raise BackboneConfigError(f'drop_path_rate must be in [0, 1), got {rate}.')
         blocks = self.blocks()
-        for block, block_rate in zip(blocks, linear_drop_path_rates(rate, len(blocks))):
+        rates = linear_drop_path_rates(rate, len(blocks)) if self.drop_path_schedule == 'linear' else \
+            [rate] * len(blocks)
+        for block, block_rate in zip(blocks, rates):
             block.drop_path_rate = block_rate
         self._drop_path_rate = float(rate)
 
@@ -133,6 +139,11 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
     stem_parameters = ('cls_token', 'pos_embed')
     cls_position: Optional[str] = None
 
+    @property
+    def has_cls_token(self) -> bool:
+        """Whether ``out_type='cls_token'`` exists: a class token in the sequence (CaiT's joins after the blocks)."""
+        return self.cls_position is not None
+
     def blocks(self) -> List[nn.Module]:
         return list(self.layers)
 
@@ -147,21 +158,23 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
 
     def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
         """Load-time hook (register it where a ``pos_embed`` exists): resize a checkpoint's square position table
-        (e.g. 224 px) to this model's grid."""
+        (e.g. 224 px) to this model's grid; the table has a class-token row unless ``cls_position`` is None."""
         key = prefix + 'pos_embed'
         if key not in state_dict or state_dict[key].shape == self.pos_embed.shape:
             return
-        side = int((state_dict[key].shape[1] - 1) ** 0.5)
-        if side * side + 1 != state_dict[key].shape[1]:
+        extra = int(self.cls_position is not None)
+        side = int((state_dict[key].shape[1] - extra) ** 0.5)
+        if side * side + extra != state_dict[key].shape[1]:
+            rows = 'plus one class-token row' if extra else 'without a class-token row'
             raise BackboneConfigError(f'Cannot resize {key} of shape {tuple(state_dict[key].shape)}: '
-                                      'expected a square patch grid plus one class-token row.')
+                                      f'expected a square patch grid {rows}.')
         state_dict[key] = resize_pos_embed(state_dict[key], (side, side), self.patch_resolution,
                                            cls_position=self.cls_position)
 
     def _set_outputs(self, out_indices: Union[int, Sequence[int]], out_type: str, final_norm: bool,
                      frozen_stages: int) -> None:
         check_choice('out_type', out_type, OUT_TYPES, BackboneConfigError)
-        if out_type == 'cls_token' and self.cls_position is None:
+        if out_type == 'cls_token' and not self.has_cls_token:
             raise BackboneConfigError('out_type="cls_token" needs a class token; set with_cls_token=True or use '
                                       'out_type="avg_featmap".')
         self.out_indices = self._normalise_indices(out_indices, self.num_layers, 'blocks')

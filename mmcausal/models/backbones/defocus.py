@@ -22,13 +22,13 @@ from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from ..layers import (
-    FFN,
     DecayAttention,
     DefocusMambaMixer,
     MultiScaleRetention,
     TokenLayout,
     TransformerBlock,
     build_norm_layer,
+    gelu_mlp,
     insert_cls_token,
     resize_pos_embed,
     sectioned_order,
@@ -240,8 +240,7 @@ class DefocusTransformer(DefocusBackbone):
                                       f'ones, its mixer takes {sorted(known)}.')
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
         mixer = partial(self.build_mixer, num_heads=setting['num_heads'], **mixer_options)
-        ffn = partial(FFN, feedforward_channels=setting.get('feedforward_channels', 4 * self.embed_dims),
-                      act_cfg=dict(type='GELU'), add_identity=False)  # mmcv's default activation is ReLU
+        ffn = partial(gelu_mlp, feedforward_channels=setting.get('feedforward_channels', 4 * self.embed_dims))
         self._build_blocks(partial(TransformerBlock, mixer=mixer, ffn=ffn, norm_cfg=norm_cfg), norm_cfg,
                            drop_path_rate, with_cp)
 

@@ -12,9 +12,10 @@ from .attention import (
     soft_causal_weights,
 )
 from .block import TransformerBlock
+from .class_attention import ClassAttention, ClassAttentionBlock, ClassAttentionStage
 from .context import TokenLayout
 from .decay import DecayAttention, LearnableDecay, folded_decay_attention, retnet_decay_exponents
-from .ffn import FFN, SwiGLUFFN, swiglu_hidden_dims
+from .ffn import FFN, SwiGLUFFN, gelu_mlp, swiglu_hidden_dims
 from .norm import build_norm_layer
 from .pos_embed import resize_pos_embed
 from .retention import MultiScaleRetention, RetentionConfigError, retention, retention_step
@@ -38,6 +39,7 @@ from .rope import (
 from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan, sequential_selective_scan
 from .ssm import DefocusMambaMixer, group_rms_norm
 from .subsample import SubsampledAttention
+from .talking_heads import TALKING_HEADS_IMPLS, TalkingHeadsAttention, talking_heads_explicit, talking_heads_sdpa
 from .token_order import TokenOrderError, sectioned_order
 from .tokens import CLS_POSITIONS, insert_cls_token, split_cls_token, tokens_to_featmap
 from .window import WindowedAttention, window_key_mask, window_partition, window_unpartition
@@ -53,5 +55,7 @@ __all__ = [
     'ROPE_PAIRINGS', 'LearnableRoPE', 'apply_unpaired_rotary', 'defocus_frequencies', 'SCAN_IMPLS', 'ScanConfigError',
     'chunked_selective_scan', 'selective_scan', 'sequential_selective_scan', 'DefocusMambaMixer', 'group_rms_norm',
     'TokenOrderError', 'sectioned_order', 'DecayAttention', 'LearnableDecay', 'folded_decay_attention',
-    'retnet_decay_exponents', 'MultiScaleRetention', 'RetentionConfigError', 'retention', 'retention_step'
+    'retnet_decay_exponents', 'MultiScaleRetention', 'RetentionConfigError', 'retention', 'retention_step',
+    'ClassAttention', 'ClassAttentionBlock', 'ClassAttentionStage', 'gelu_mlp', 'TALKING_HEADS_IMPLS',
+    'TalkingHeadsAttention', 'talking_heads_explicit', 'talking_heads_sdpa'
 ]

@@ -61,6 +61,13 @@ class SwiGLUFFN(_UpstreamSwiGLUFFN):
         return (x if identity is None else identity) + out
 
 
+def gelu_mlp(embed_dims: int, feedforward_channels: int) -> FFN:
+    """ViT/CaiT MLP ``fc2(GELU(fc1(x)))`` (exact erf GELU), ``(..., D) -> (..., D)``: mmcv's ``FFN`` (keys
+    ``layers.0.0`` / ``layers.1``) without its residual and with GELU instead of its ReLU default."""
+    return FFN(embed_dims=embed_dims, feedforward_channels=feedforward_channels, act_cfg=dict(type='GELU'),
+               add_identity=False)
+
+
 def swiglu_hidden_dims(embed_dims: int, mlp_ratio: float = 4., multiple_of: int = 256) -> int:
     """LLaMA/iLLaMA SwiGLU width: ``int(2/3 * mlp_ratio * D)`` rounded up to a multiple of ``multiple_of``.
 
@@ -70,4 +77,4 @@ def swiglu_hidden_dims(embed_dims: int, mlp_ratio: float = 4., multiple_of: int 
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
-__all__ = ['FFN', 'SwiGLUFFN', 'swiglu_hidden_dims']
+__all__ = ['FFN', 'SwiGLUFFN', 'gelu_mlp', 'swiglu_hidden_dims']

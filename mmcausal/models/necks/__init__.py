@@ -1,3 +1,4 @@
+from .class_attention_pool import ClassAttentionPool
 from .simple_feature_pyramid import SimpleFeaturePyramid
 
-__all__ = ['SimpleFeaturePyramid']
+__all__ = ['ClassAttentionPool', 'SimpleFeaturePyramid']

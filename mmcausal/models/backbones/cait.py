@@ -1,0 +1,155 @@
+"""CaiT: "Going deeper with Image Transformers" (Touvron et al., ICCV 2021; official ``cait_models.py`` in
+facebookresearch/deit; notes ``cait.md``).
+
+Patches ``x = PatchEmbed(img) + pos_embed`` (a ``(1, N, C)`` table without a class row, resized to the actual
+grid), then ``L`` self-attention blocks with talking-heads attention, LayerScale (Sec. 2, Eq. 4) and a GELU MLP,
+all pre-norm with LayerNorm (eps 1e-6) and the same drop-path rate in every block (Sec. 4.1.1). The class token
+joins only afterwards: two class-attention blocks (Sec. 3) read the fixed patch tokens, then ``norm`` and the
+classifier (an mmpretrain ``LinearClsHead``) take the class token.
+
+Dense use (notes §3): the SA blocks' patch tokens are the features (stride 16); the class-attention stage never
+changes them and is built only for ``out_type='cls_token'``. The official final ``norm`` only ever normalised the
+class token, so dense features are un-normalised unless ``feature_norm='final'`` says otherwise.
+"""
+from functools import partial
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+
+from mmcausal.registry import MODELS
+from mmcausal.utils.validation import check_choice
+from ..layers import (
+    ClassAttentionStage,
+    TalkingHeadsAttention,
+    TokenLayout,
+    TransformerBlock,
+    build_norm_layer,
+    gelu_mlp,
+    resize_pos_embed,
+)
+from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
+
+FEATURE_NORMS = ('none', 'final')
+
+
+@MODELS.register_module()
+class CaiT(PlainBackbone):
+    """CaiT backbone.
+
+    Args:
+        arch: ``'xxs24' | 'xxs36' | 'xs24' | 's24' | 's36' | 'm36' | 'm48'`` (released) or the paper-only
+            ``'xs36' | 's48' | 'm24'``, or a dict with ``embed_dims``, ``num_layers``, ``num_heads`` (optional
+            ``layer_scale_init_value``, ``mlp_ratio`` (4), ``num_cls_layers`` (2)).
+        img_size: resolution the position table was trained at (224, 384 or 448 for the released models); any
+            input size runs, the table is resized (bicubic) to the actual ``ceil(H/16) x ceil(W/16)`` grid.
+        out_indices: SA blocks whose output is returned (negative allowed); ``'cls_token'`` needs the last one only.
+        out_type: ``'cls_token'`` ``(B, C)``: the class-attention stage on the last block, then ``norm`` (the
+            classifier's feature); ``'featmap'`` ``(B, C, H, W)`` / ``'raw'`` ``(B, N, C)`` patch tokens;
+            ``'avg_featmap'`` ``(B, C)`` mean of the ``norm``-ed patch tokens (timm ``global_pool='avg'``).
+        feature_norm: norm of ``'featmap'`` / ``'raw'`` outputs: ``'none'`` (default) or ``'final'`` (``norm``,
+            which the official model only ever applied to the class token).
+        drop_rate: dropout after the position embedding (0 in every recipe).
+        drop_path_rate: stochastic depth of **every** SA block (uniform, Sec. 4.1.1); the CA blocks have none.
+        layer_scale_init_value: LayerScale init; None = the arch's (official code: 1e-5 up to 24 blocks, 1e-6
+            deeper, but 1e-5 for XXS-36, whose paper value is 1e-6).
+        attn_impl: talking-heads path, ``'sdpa'`` (O(N) memory) or ``'explicit'`` (the reference); same outputs.
+        norm_cfg: norm of every block and of ``norm`` (LayerNorm eps 1e-6, as all released models).
+        frozen_stages: freeze the patch embedding, position table and the first ``frozen_stages`` SA blocks.
+        with_cp: gradient checkpointing of every SA block.
+        patch_size, in_channels, init_cfg: as named.
+    """
+    arch_zoo = {
+        ('xxs24', ): dict(embed_dims=192, num_layers=24, num_heads=4, layer_scale_init_value=1e-5),
+        ('xxs36', ): dict(embed_dims=192, num_layers=36, num_heads=4, layer_scale_init_value=1e-5),
+        ('xs24', ): dict(embed_dims=288, num_layers=24, num_heads=6, layer_scale_init_value=1e-5),
+        ('xs36', ): dict(embed_dims=288, num_layers=36, num_heads=6, layer_scale_init_value=1e-6),
+        ('s24', ): dict(embed_dims=384, num_layers=24, num_heads=8, layer_scale_init_value=1e-5),
+        ('s36', ): dict(embed_dims=384, num_layers=36, num_heads=8, layer_scale_init_value=1e-6),
+        ('s48', ): dict(embed_dims=384, num_layers=48, num_heads=8, layer_scale_init_value=1e-6),
+        ('m24', ): dict(embed_dims=768, num_layers=24, num_heads=16, layer_scale_init_value=1e-5),
+        ('m36', ): dict(embed_dims=768, num_layers=36, num_heads=16, layer_scale_init_value=1e-6),
+        ('m48', ): dict(embed_dims=768, num_layers=48, num_heads=16, layer_scale_init_value=1e-6),
+    }
+    stem_parameters = ('pos_embed', )
+    has_cls_token = True  # it joins after the SA blocks (class attention), never the patch sequence
+    drop_path_schedule = 'uniform'
+
+    def __init__(self,
+                 arch: Union[str, dict] = 's24',
+                 img_size: Union[int, Tuple[int, int]] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 out_indices: Union[int, Sequence[int]] = -1,
+                 out_type: str = 'cls_token',
+                 feature_norm: str = 'none',
+                 drop_rate: float = 0.,
+                 drop_path_rate: float = 0.,
+                 layer_scale_init_value: Optional[float] = None,
+                 attn_impl: str = 'sdpa',
+                 norm_cfg: Optional[dict] = None,
+                 frozen_stages: int = -1,
+                 with_cp: bool = False,
+                 init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
+        self.embed_dims = setting['embed_dims']
+        self.num_layers = setting['num_layers']
+        self.feature_norm = check_choice('feature_norm', feature_norm, FEATURE_NORMS, BackboneConfigError)
+        self._set_outputs(out_indices, out_type, feature_norm == 'final', frozen_stages)
+        if out_type == 'cls_token' and self.out_indices != [self.num_layers - 1]:
+            raise BackboneConfigError(f'out_type="cls_token" is the class-attention stage on the last SA block; '
+                                      f'set out_indices=-1 (got {self.out_indices}), or use out_type="featmap".')
+        norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
+        if layer_scale_init_value is None:
+            layer_scale_init_value = setting.get('layer_scale_init_value', 1e-5)
+        mlp_dims = int(setting.get('mlp_ratio', 4.) * self.embed_dims)
+
+        self._build_patch_embed(in_channels, patch_size, img_size)
+        self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_resolution[0] * self.patch_resolution[1],
+                                                  self.embed_dims))
+        self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
+        self.pos_drop = nn.Dropout(drop_rate)
+        mixer = partial(TalkingHeadsAttention, num_heads=setting['num_heads'], impl=attn_impl)
+        self.layers = nn.ModuleList(
+            TransformerBlock(self.embed_dims, mixer, partial(gelu_mlp, feedforward_channels=mlp_dims),
+                             norm_cfg=norm_cfg, layer_scale_init_value=layer_scale_init_value)
+            for _ in range(self.num_layers))
+        self.drop_path_rate = drop_path_rate
+        if out_type == 'cls_token':
+            self.class_attn = ClassAttentionStage(self.embed_dims, setting['num_heads'],
+                                                  setting.get('num_cls_layers', 2), setting.get('mlp_ratio', 4.),
+                                                  layer_scale_init_value, norm_cfg)
+        self.norm = build_norm_layer(norm_cfg, self.embed_dims) if self._normalises() else nn.Identity()
+        self.pool_norm = nn.Identity()
+        self.with_cp = with_cp
+        self._freeze_stages()
+
+    def _normalises(self) -> bool:
+        """Whether ``norm`` is used: on the class feature, before average pooling, or on dense features."""
+        return self.out_type in ('cls_token', 'avg_featmap') or self.feature_norm == 'final'
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
+        check_image_batch(x, self.in_channels)
+        patches, grid = self.patch_embed(x)
+        pos_embed = resize_pos_embed(self.pos_embed, self.patch_resolution, grid, cls_position=None)
+        return self.run_layers(self.pos_drop(patches + pos_embed), TokenLayout(grid))
+
+    def run_layers(self, tokens: Tensor, layout: TokenLayout) -> Tuple[Tensor, ...]:
+        """Run the SA blocks on the ``(B, N, C)`` patch tokens and format the outputs in ``out_indices``; ``norm``
+        belongs to the outputs (class feature, pooling, dense features), not to the token stream."""
+        outs: List[Tensor] = []
+        for i, layer in enumerate(self.layers):
+            tokens = self._run_block(layer, tokens, layout)
+            if i in self.out_indices:
+                outs.append(self._format_output(tokens, layout))
+        return tuple(outs)
+
+    def _format_output(self, tokens: Tensor, layout: TokenLayout) -> Tensor:
+        if self.out_type == 'cls_token':
+            return self.norm(self.class_attn(tokens))
+        return super()._format_output(self.norm(tokens), layout)
+
+
+__all__ = ['CaiT', 'FEATURE_NORMS']

@@ -1,0 +1,126 @@
+"""Talking-heads attention (Shazeer et al. 2020) as CaiT's self-attention blocks use it (Touvron et al. 2021,
+Sec. 2 and the official ``Attention_talking_head``; notes ``cait.md`` §1.3).
+
+With per-head logits ``S_g = s q_g k_g^T`` (``s = d^-1/2``) the heads are mixed before and after the softmax::
+
+    L_h = sum_g Wl[h, g] S_g + bl[h]          (proj_l, over the head axis)
+    P_h = softmax(L_h)                        (over the keys)
+    A_h = sum_g Ww[h, g] P_g + bw[h]          (proj_w, over the head axis)
+    o_h = A_h v_h
+
+``bl`` is a no-op (a constant per softmax row). ``bw`` is not: ``A_h`` rows sum to ``sum_g Ww[h, g] + N bw[h]``,
+and the term ``bw[h] sum_j v_h(j)`` depends on how many keys there are. A key mask therefore goes *after* the
+pre-softmax mix (``-inf`` through ``proj_l`` would meet negative weights and give NaN) and the ``bw`` term sums
+``v`` over the valid keys only.
+
+Two exact paths:
+
+``'explicit'``
+    The formula above with ``(B, heads, N, N)`` logits and weights (about four such tensors kept for backward).
+    The reference; it also feeds the weights ``A`` to the :class:`AttentionProbe`.
+``'sdpa'``
+    One :func:`~torch.nn.functional.scaled_dot_product_attention` call in O(N) memory: ``L_h = q'_h k'^T`` with
+    ``q'_h = concat_g(Wl[h, g] s q_g)`` and ``k' = concat_g k_g`` (head dim ``C``, scale 1), values
+    ``v' = concat_g v_g``, so head ``g`` returns ``P_g V'``; then ``o_h = sum_g Ww[h, g] (P_g V')[block h] +
+    bw[h] sum_j v_h(j)``. It costs ``heads`` times the attention FLOPs of plain attention and stores no
+    ``N x N`` tensor.
+"""
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from mmcausal.utils.validation import check_choice
+from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested
+from .rope import apply_rotary
+
+TALKING_HEADS_IMPLS = ('sdpa', 'explicit')
+
+
+def _mix_heads(x: Tensor, mix: nn.Linear) -> Tensor:
+    """Apply ``mix`` (``Linear(heads, heads)``) over the head axis of ``(B, heads, Nq, Nk)``."""
+    return mix(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+def _valid_key_sum(v: Tensor, key_mask: Optional[Tensor]) -> Tensor:
+    """``sum_j v_h(j)`` over the keys each query may see: ``(B, heads, 1 or Nq, d)``."""
+    if key_mask is None:
+        return v.sum(dim=2, keepdim=True)
+    return key_mask.to(v.dtype) @ v
+
+
+def talking_heads_explicit(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear,
+                           key_mask: Optional[Tensor] = None, probe: Optional[nn.Module] = None) -> Tensor:
+    """Reference path on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, Nq, d)``; ``key_mask`` boolean (True = attend),
+    broadcastable to ``(B, heads, Nq, Nk)``; ``probe`` receives the mixed weights ``A``."""
+    logits = _mix_heads((q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1), proj_l)
+    if key_mask is not None:
+        logits = logits.masked_fill(~key_mask, float('-inf'))
+    weights = F.linear(logits.softmax(dim=-1).permute(0, 2, 3, 1), proj_w.weight).permute(0, 3, 1, 2)
+    bias = proj_w.bias.view(1, -1, 1, 1)
+    weights = weights + (bias if key_mask is None else bias * key_mask.to(weights.dtype))
+    if probe is not None:
+        weights = probe(weights)
+    return weights @ v
+
+
+def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear,
+                       key_mask: Optional[Tensor] = None) -> Tensor:
+    """The exact SDPA formulation (module docstring) on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, Nq, d)``.
+
+    ``proj_l``'s bias is left out (a constant per softmax row); ``key_mask`` as :func:`talking_heads_explicit`.
+    """
+    batch, heads, num_queries, head_dim = q.shape
+    width = heads * head_dim
+    # q'_h = concat_g (Wl[h, g] s q_g): (B, heads, Nq, heads * d)
+    mixed_q = torch.einsum('hg,bgnd->bhngd', proj_l.weight * head_dim ** -0.5, q).reshape(
+        batch, heads, num_queries, width)
+    keys = k.transpose(1, 2).reshape(batch, 1, -1, width).expand(batch, heads, -1, width)
+    values = v.transpose(1, 2).reshape(batch, 1, -1, width).expand(batch, heads, -1, width)
+    out = F.scaled_dot_product_attention(mixed_q, keys, values, attn_mask=key_mask, scale=1.)
+    # o_h = sum_g Ww[h, g] (P_g V')[block h]
+    out = torch.einsum('hg,bgnhd->bhnd', proj_w.weight, out.view(batch, heads, num_queries, heads, head_dim))
+    return out + proj_w.bias.view(1, -1, 1, 1) * _valid_key_sum(v, key_mask)
+
+
+class TalkingHeadsAttention(SelfAttention):
+    """CaiT's self-attention: :class:`SelfAttention`'s ``qkv`` / ``proj`` plus the head mixings ``proj_l`` (before
+    the softmax) and ``proj_w`` (after it), each ``Linear(heads, heads)`` with bias (checkpoint layout of the
+    official code). Bidirectional; optional RoPE and a boolean key mask (window padding) as the other mixers.
+
+    Args:
+        embed_dims: token width ``C``.
+        num_heads: ``h`` (``C`` divisible by it).
+        qkv_bias: bias of ``qkv`` (True in every released CaiT).
+        impl: ``'sdpa'`` (O(N) memory, ``h`` x attention FLOPs) or ``'explicit'`` (materialised ``h x N x N``);
+            both exact (module docstring). :func:`explicit_attention_mode` forces the explicit path.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, impl: str = 'sdpa') -> None:
+        super().__init__(embed_dims, num_heads, qkv_bias=qkv_bias, mask_mode='bidirectional')
+        self.impl = check_choice('talking-heads impl', impl, TALKING_HEADS_IMPLS, AttentionConfigError)
+        self.proj_l = nn.Linear(num_heads, num_heads)
+        self.proj_w = nn.Linear(num_heads, num_heads)
+
+    def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None) -> Tensor:
+        """Talking-heads attention over the ``N`` tokens of ``x`` ``(B, N, C)``; ``attn_bias`` may only be a
+        boolean key mask (True = attend) broadcastable to ``(B, heads, N, N)``."""
+        if attn_bias is not None and attn_bias.dtype != torch.bool:
+            raise AttentionConfigError('Talking-heads attention takes a boolean key mask, not a float bias: a bias '
+                                       'added before the head mixing would be mixed across heads.')
+        batch, num_tokens, embed_dims = x.shape
+        q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if rope_angles is not None:
+            q, k = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles)
+        if self.impl == 'explicit' or explicit_attention_requested():
+            out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe)
+        else:
+            out = talking_heads_sdpa(q, k, v, self.proj_l, self.proj_w, attn_bias)
+        return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
+
+    def extra_repr(self) -> str:
+        return f'num_heads={self.num_heads}, impl={self.impl!r}'
+
+
+__all__ = ['TALKING_HEADS_IMPLS', 'TalkingHeadsAttention', 'talking_heads_explicit', 'talking_heads_sdpa']
