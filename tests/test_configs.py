@@ -196,6 +196,16 @@ def _pyramid_mask_rcnn(epochs):  # notes §5.3 / paper D.8: AdamW 1e-4, wd 0.05 
             ('epochs', epochs), True)
 
 
+def _cait_imagenet():  # CaiT Sec. 4.3: AdamW 1e-3 @ 1024, wd 0.05, 5 warm-up epochs + cosine, 400 epochs, fp16
+    return ('mmpretrain', 'AdamW', 1e-3, 0.05, ADAMW, None, None, 1024,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 400)], ('epochs', 400), True)
+
+
+def _cait_finetune():  # deit #108 (M48↑448): batch 256, lr 5e-6, wd 0.05, 60 epochs, 5 warm-up, x 0.5 every 10, fp16
+    return ('mmpretrain', 'AdamW', 5e-6, 0.05, ADAMW, None, None, 256, [('LinearLR', 0, 5), ('StepLR', 0, 60)],
+            ('epochs', 60), True)
+
+
 #: official recipes that decay biases and LayerScale (only norms are exempt): the pyramid dense runs (notes §5.2/5.3)
 DECAY_BIASES = {f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160k_ade20k-512x512.py'
                 for a in ('small', 'base', 'large')} | {
@@ -264,6 +274,14 @@ RECIPES = {
     'vision_llama/vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py':
         ('mmdet', 'AdamW', 1e-4, 0.1, ADAMW, 0.7, 12, 64, [('LinearLR', 0, 1000), ('MultiStepLR', 0, 66536)],
          ('iters', 66536), True),
+    **{f'cait/cait-{a}_8xb128-400e_in1k.py': _cait_imagenet() for a in ('xxs24', 'xxs36', 's24')},
+    **{f'cait/cait-{a}_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 'xxs36', 'xs24', 's24', 's36')},
+    'cait/cait-m36_32xb8-60e_in1k-384px.py': _cait_finetune(),
+    'cait/cait-m48_32xb8-60e_in1k-448px.py': _cait_finetune(),
+    # ours (no paper result): the VisionLLaMA UperNet recipe with mmseg's 24-block layer decay (BEiT-L's 0.95)
+    'cait/upernet_cait-s24_8xb2-160k_ade20k-512x512.py':
+        ('mmseg', 'AdamW', 6e-5, 0.05, ADAMW, 0.95, 24, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
+         ('iters', 160000), True),
 }
 
 

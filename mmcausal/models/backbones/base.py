@@ -203,12 +203,16 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
             return
         frozen = [self.patch_embed, *self.layers[:self.frozen_stages]]
         if self.frozen_stages >= self.num_layers:
-            frozen += [self.norm, self.pool_norm]
+            frozen += self._after_blocks()
         for name in self.stem_parameters:
             param = getattr(self, name, None)
             if isinstance(param, nn.Parameter):
                 param.requires_grad = False
         self._freeze(frozen)
+
+    def _after_blocks(self) -> List[nn.Module]:
+        """The modules after the last block (frozen with it by ``frozen_stages >= num_layers``)."""
+        return [self.norm, self.pool_norm]
 
     def run_layers(self, tokens: Tensor, layout: TokenLayout) -> Tuple[Tensor, ...]:
         """Run every block on the ``(B, N(+1), D)`` tokens; the final norm follows the last block, and the output

@@ -43,9 +43,10 @@ class CaiT(PlainBackbone):
             ``layer_scale_init_value``, ``mlp_ratio`` (4), ``num_cls_layers`` (2)).
         img_size: resolution the position table was trained at (224, 384 or 448 for the released models); any
             input size runs, the table is resized (bicubic) to the actual ``ceil(H/16) x ceil(W/16)`` grid.
-        out_indices: SA blocks whose output is returned (negative allowed); ``'cls_token'`` needs the last one only.
-        out_type: ``'cls_token'`` ``(B, C)``: the class-attention stage on the last block, then ``norm`` (the
-            classifier's feature); ``'featmap'`` ``(B, C, H, W)`` / ``'raw'`` ``(B, N, C)`` patch tokens;
+        out_indices: SA blocks whose output is returned (negative allowed).
+        out_type: ``'cls_token'`` ``(B, C)``: the class-attention stage and ``norm`` on the block's tokens (at the
+            last block: the classifier's feature; earlier: a class-attention readout of that block);
+            ``'featmap'`` ``(B, C, H, W)`` / ``'raw'`` ``(B, N, C)`` patch tokens;
             ``'avg_featmap'`` ``(B, C)`` mean of the ``norm``-ed patch tokens (timm ``global_pool='avg'``).
         feature_norm: norm of ``'featmap'`` / ``'raw'`` outputs: ``'none'`` (default) or ``'final'`` (``norm``,
             which the official model only ever applied to the class token).
@@ -97,9 +98,6 @@ class CaiT(PlainBackbone):
         self.num_layers = setting['num_layers']
         self.feature_norm = check_choice('feature_norm', feature_norm, FEATURE_NORMS, BackboneConfigError)
         self._set_outputs(out_indices, out_type, feature_norm == 'final', frozen_stages)
-        if out_type == 'cls_token' and self.out_indices != [self.num_layers - 1]:
-            raise BackboneConfigError(f'out_type="cls_token" is the class-attention stage on the last SA block; '
-                                      f'set out_indices=-1 (got {self.out_indices}), or use out_type="featmap".')
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
         if layer_scale_init_value is None:
             layer_scale_init_value = setting.get('layer_scale_init_value', 1e-5)
@@ -128,6 +126,9 @@ class CaiT(PlainBackbone):
     def _normalises(self) -> bool:
         """Whether ``norm`` is used: on the class feature, before average pooling, or on dense features."""
         return self.out_type in ('cls_token', 'avg_featmap') or self.feature_norm == 'final'
+
+    def _after_blocks(self) -> List[nn.Module]:
+        return [*super()._after_blocks(), *([self.class_attn] if hasattr(self, 'class_attn') else [])]
 
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""

@@ -69,7 +69,7 @@ def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_
                        key_mask: Optional[Tensor] = None) -> Tensor:
     """The exact SDPA formulation (module docstring) on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, Nq, d)``.
 
-    ``proj_l``'s bias is left out (a constant per softmax row); ``key_mask`` as :func:`talking_heads_explicit`.
+    ``proj_l``'s bias drops out (a constant per softmax row); ``key_mask`` as :func:`talking_heads_explicit`.
     """
     batch, heads, num_queries, head_dim = q.shape
     width = heads * head_dim
@@ -81,7 +81,9 @@ def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_
     out = F.scaled_dot_product_attention(mixed_q, keys, values, attn_mask=key_mask, scale=1.)
     # o_h = sum_g Ww[h, g] (P_g V')[block h]
     out = torch.einsum('hg,bgnhd->bhnd', proj_w.weight, out.view(batch, heads, num_queries, heads, head_dim))
-    return out + proj_w.bias.view(1, -1, 1, 1) * _valid_key_sum(v, key_mask)
+    # proj_l's bias shifts each softmax row by a constant: its exact gradient is zero, and the zero factor keeps it
+    # in the graph so every parameter gets a gradient (DDP without find_unused_parameters)
+    return out + proj_w.bias.view(1, -1, 1, 1) * _valid_key_sum(v, key_mask) + 0. * proj_l.bias.sum()
 
 
 class TalkingHeadsAttention(SelfAttention):

@@ -79,6 +79,9 @@ TINY: Dict[str, Tuple[Tiny, ...]] = {
     ),
     # chunks of 4 tokens: the contract's 17..31 tokens cross chunk boundaries (the default 64 would be one chunk)
     'DefocusRetNet': (Tiny(_BASE), Tiny(dict(_BASE, retention_chunk_size=4), name='chunked')),
+    # the class-attention stage and final norm exist only for the outputs that use them; dense features normalised
+    'CaiT': (Tiny(_BASE), Tiny(dict(_BASE, out_type='featmap', feature_norm='final', attn_impl='explicit'),
+                               name='explicit-normed')),
 }
 
 
