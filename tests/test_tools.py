@@ -93,3 +93,15 @@ def test_backbone_memory_tool_measures_each_size_in_its_own_process():
     rows = [line.split() for line in result.stdout.strip().splitlines()[1:]]
     assert [row[0] for row in rows] == ['64', '128'] and float(rows[1][1]) == 4.0
     assert all(float(row[2]) > 0 for row in rows)
+
+
+def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
+    cait = 'configs/cait/cait-nano-p8_1xb32-30e_shapes-64px.py'
+    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', cait,
+                             f'{cait}+model.backbone.attn_impl=explicit', '--sizes', '64', '--backbone-only', '--train',
+                             '--repeats', '1'], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.strip('|').split('|') for line in result.stdout.strip().splitlines()[2:]]
+    assert [row[0].strip() for row in rows] == [f'`{cait}`', f'`{cait}+model.backbone.attn_impl=explicit`']
+    assert rows[0][2] == rows[1][2]  # same parameters: only the attention path differs
+    assert float(rows[0][7]) == 1.0 and all(float(row[5]) > 0 and float(row[3]) > 0 for row in rows)

@@ -1,0 +1,136 @@
+"""Talking-heads attention (CaiT SA blocks, notes cait.md §1.3): the explicit path against the formula written
+here, the SDPA formulation against the explicit path, the no-op ``proj_l`` bias, masks after the pre-softmax mix
+with the ``proj_w`` bias over valid keys only, and no ``heads x N x N`` tensor kept for backward on the SDPA path."""
+import pytest
+import torch
+from torch import nn
+
+from mmcausal.models.layers import (
+    TalkingHeadsAttention,
+    record_attention,
+    talking_heads_explicit,
+    talking_heads_sdpa,
+)
+from mmcausal.utils.errors import UserInputError
+
+PATHS = {'explicit': talking_heads_explicit, 'sdpa': talking_heads_sdpa}
+
+
+def _mixers(heads: int, seed: int = 0) -> tuple:
+    """``proj_l`` / ``proj_w`` with weights and biases far from zero and identity."""
+    torch.manual_seed(seed)
+    mixers = nn.Linear(heads, heads).double(), nn.Linear(heads, heads).double()
+    for mixer in mixers:
+        nn.init.normal_(mixer.weight, std=.7)
+        nn.init.normal_(mixer.bias, std=.3)
+    return mixers
+
+
+def _qkv(batch: int, heads: int, tokens: int, head_dim: int, seed: int = 1) -> list:
+    torch.manual_seed(seed)
+    return [torch.randn(batch, heads, tokens, head_dim, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+
+
+def formula(q, k, v, proj_l, proj_w, valid=None):
+    """Notes §1.3 head by head: ``L_h = sum_g Wl[h,g] s q_g k_g^T + bl[h]``, masked, softmax, ``A_h = sum_g
+    Ww[h,g] P_g + bw[h] valid``, ``o_h = A_h v_h``; ``valid`` ``(B, Nk)`` booleans (None = all keys)."""
+    batch, heads, _, head_dim = q.shape
+    logits = [q[:, g] @ k[:, g].transpose(-1, -2) * head_dim ** -0.5 for g in range(heads)]
+    keep = None if valid is None else valid[:, None, :]
+    probs = []
+    for h in range(heads):
+        mixed = sum(proj_l.weight[h, g] * logits[g] for g in range(heads)) + proj_l.bias[h]
+        if keep is not None:
+            mixed = mixed.masked_fill(~keep, float('-inf'))
+        probs.append(mixed.softmax(-1))
+    outs = []
+    for h in range(heads):
+        weights = sum(proj_w.weight[h, g] * probs[g] for g in range(heads))
+        weights = weights + proj_w.bias[h] * (1. if keep is None else keep.double())
+        outs.append(weights @ v[:, h])
+    return torch.stack(outs, 1)
+
+
+@pytest.mark.parametrize('tokens', [1, 7, 50])
+@pytest.mark.parametrize('masked', [False, True])
+@pytest.mark.parametrize('path', sorted(PATHS))
+def test_both_paths_equal_the_formula_values_and_gradients(path, tokens, masked):
+    proj_l, proj_w = _mixers(4)
+    q, k, v = _qkv(2, 4, tokens, 8)
+    valid = torch.rand(2, tokens) > .4
+    valid[:, 0] = True  # every query sees at least one key
+    key_mask = valid[:, None, None, :] if masked else None
+    out = PATHS[path](q, k, v, proj_l, proj_w, key_mask)
+    ref = formula(q, k, v, proj_l, proj_w, valid if masked else None)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    grad = torch.randn_like(out)
+    tensors = [q, k, v, proj_l.weight, proj_w.weight, proj_w.bias]
+    grads = torch.autograd.grad(out, tensors, grad)
+    ref_grads = torch.autograd.grad(ref, tensors, grad)
+    for name, got, want in zip(('q', 'k', 'v', 'Wl', 'Ww', 'bw'), grads, ref_grads):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9, msg=name)
+
+
+@pytest.mark.parametrize('path', sorted(PATHS))
+def test_proj_l_bias_has_no_effect_and_a_zero_gradient(path):
+    proj_l, proj_w = _mixers(4)
+    q, k, v = _qkv(2, 4, 9, 8)
+    out = PATHS[path](q, k, v, proj_l, proj_w)
+    grad, = torch.autograd.grad(out.square().sum(), proj_l.bias)
+    torch.testing.assert_close(grad, torch.zeros_like(grad), rtol=0, atol=1e-10)
+    with torch.no_grad():
+        proj_l.bias.add_(5.)
+    torch.testing.assert_close(PATHS[path](q, k, v, proj_l, proj_w), out, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize('path', sorted(PATHS))
+def test_masked_padding_keys_are_invisible_also_to_the_proj_w_bias(path):
+    """Keys masked out (window padding) give the output of the sequence without them; the unmasked official
+    behaviour (``bw`` summed over every key) differs whenever ``bw != 0``."""
+    proj_l, proj_w = _mixers(4)
+    q, k, v = _qkv(1, 4, 12, 8)
+    valid = torch.arange(12) < 9
+    masked = PATHS[path](q, k, v, proj_l, proj_w, valid.view(1, 1, 1, 12))[:, :, :9]
+    alone = PATHS[path](q[:, :, :9], k[:, :, :9], v[:, :, :9], proj_l, proj_w)
+    torch.testing.assert_close(masked, alone, rtol=1e-10, atol=1e-10)
+    assert torch.isfinite(masked).all()  # -inf entered after proj_l: no NaN from mixing -inf with signed weights
+
+
+def test_the_sdpa_path_keeps_no_heads_by_tokens_squared_tensor_for_backward():
+    heads, tokens, head_dim = 4, 256, 8
+    module = TalkingHeadsAttention(heads * head_dim, heads)
+    x = torch.randn(1, tokens, heads * head_dim, requires_grad=True)
+    for impl, expect_square in (('sdpa', False), ('explicit', True)):
+        module.impl = impl
+        saved = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+            module(x)
+        assert (max(saved) >= heads * tokens ** 2) == expect_square, (impl, max(saved))
+
+
+def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
+    torch.manual_seed(0)
+    module = TalkingHeadsAttention(32, 4).double()
+    for mixer in (module.proj_l, module.proj_w):
+        nn.init.normal_(mixer.weight, std=.7)
+        nn.init.normal_(mixer.bias, std=.3)
+    x = torch.randn(2, 10, 32, dtype=torch.float64)
+    fast = module(x)
+    module.impl = 'explicit'
+    torch.testing.assert_close(module(x), fast, rtol=1e-10, atol=1e-10)
+    module.impl = 'sdpa'
+    with record_attention(module) as records:
+        probed = module(x)
+    torch.testing.assert_close(probed, fast, rtol=1e-10, atol=1e-10)
+    weights, = records['attn_probe']
+    assert weights.shape == (2, 4, 10, 10)
+    # rows of A sum to sum_g Ww[h, g] + N bw[h] (notes §1.3), not to one
+    expected = module.proj_w.weight.sum(1) + 10 * module.proj_w.bias
+    torch.testing.assert_close(weights.sum(-1), expected.view(1, 4, 1).expand(2, 4, 10), rtol=1e-10, atol=1e-10)
+
+
+def test_bad_settings_are_user_errors():
+    with pytest.raises(UserInputError, match='impl'):
+        TalkingHeadsAttention(32, 4, impl='flash')
+    with pytest.raises(UserInputError, match='boolean key mask'):
+        TalkingHeadsAttention(32, 4).attend(torch.randn(1, 5, 32), attn_bias=torch.zeros(1, 1, 5, 5))

@@ -1,0 +1,151 @@
+"""Time and memory of one or more configs' models side by side, every case in a fresh process (CPU or CUDA).
+
+    python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512] [--batch 1] [--repeats 3]
+        [--backbone-only] [--train] [--device cpu|cuda]
+
+A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1k.py``) or either with overrides
+after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
+size) case builds the model (``--backbone-only``: just ``model.backbone``) from random weights, runs one warm-up
+step and ``--repeats`` timed steps on random ``(batch, 3, size, size)`` images: a forward (inference, no grad) or,
+with ``--train``, a training-mode forward + backward of ``sum(out^2)``. Reported: images/s, peak memory (the
+process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part of it above the built model ("activation":
+activations and temporaries, and with ``--train`` the gradients) and the parameter count, with ratios to the first config at the same size, as a Markdown table. Example (the CaiT
+README's table)::
+
+    python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
+        configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
+        mmpretrain::deit/deit-small_4xb256_in1k.py --sizes 224 512 --backbone-only --train
+"""
+import argparse
+import importlib
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+import torch
+
+
+def load_config(spec: str):
+    """The config named by ``spec`` (``path[+key=value ...]``), with the overrides merged."""
+    from mmengine.config import Config, DictAction
+    from mmengine.hub import get_config
+
+    name, *overrides = spec.split('+')
+    cfg = get_config(name) if '::' in name else Config.fromfile(name)
+    if overrides:
+        options = argparse.ArgumentParser()
+        options.add_argument('opts', nargs='+', action=DictAction)
+        cfg.merge_from_dict(options.parse_args(overrides).opts)
+    return cfg
+
+
+def build_model(spec: str, backbone_only: bool) -> torch.nn.Module:
+    """``model`` (or ``model.backbone``) of the config, randomly initialised (no pretrained weights loaded)."""
+    from mmengine.registry import init_default_scope
+
+    import mmcausal  # noqa: F401  (registers the components)
+    cfg = load_config(spec)
+    scope = cfg.get('default_scope', 'mmpretrain')
+    init_default_scope(scope)
+    models = importlib.import_module(f'{scope}.registry').MODELS  # the library's registry (it sees mmcausal's)
+    model_cfg = cfg.model.backbone if backbone_only else cfg.model
+    model_cfg.pop('init_cfg', None)
+    if not backbone_only:
+        model_cfg.backbone.pop('init_cfg', None)
+    return models.build(model_cfg)
+
+
+def _outputs(model: torch.nn.Module, images: torch.Tensor, backbone_only: bool):
+    outs = model(images) if backbone_only else model(images, mode='tensor')
+    return outs if isinstance(outs, (tuple, list)) else (outs, )
+
+
+def measure(spec: str, size: int, batch: int, repeats: int, backbone_only: bool, train: bool, device: str) -> dict:
+    """One case (see the module docstring)."""
+    torch.manual_seed(0)
+    model = build_model(spec, backbone_only).to(device)
+    model.train(train)  # not chained: some upstream backbones' train() returns None
+    params = sum(p.numel() for p in model.parameters())
+    images = torch.randn(batch, 3, size, size, device=device)
+
+    def step() -> None:
+        if train:
+            sum(out.float().square().mean() for out in _outputs(model, images, backbone_only)).backward()
+            model.zero_grad(set_to_none=True)
+        else:
+            with torch.no_grad():
+                _outputs(model, images, backbone_only)
+        if device == 'cuda':
+            torch.cuda.synchronize()
+
+    if device == 'cuda':
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    else:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    step()  # warm-up; its peak is the peak of every step
+    peak = torch.cuda.max_memory_allocated() if device == 'cuda' else \
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    seconds = statistics.median(times)
+    return dict(spec=spec, size=size, params=params, images_per_s=batch / seconds, ms=seconds * 1e3,
+                peak_mib=peak / 2**20, activation_mib=(peak - before) / 2**20)
+
+
+def table(rows: List[dict]) -> str:
+    """Markdown: one line per case, ratios to the first config at the same size."""
+    firsts: Dict[int, dict] = {}
+    lines = ['| config | size | params (M) | images/s | ms / step | peak MiB | activation MiB | time x | '
+             'activation x |', '|---|---|---|---|---|---|---|---|---|']
+    for row in rows:
+        first = firsts.setdefault(row['size'], row)
+        activation_ratio = row['activation_mib'] / max(first['activation_mib'], 1e-9)
+        lines.append(f'| `{row["spec"]}` | {row["size"]} | {row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
+                     f'{row["ms"]:.0f} | {row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | '
+                     f'{row["ms"] / first["ms"]:.2f} | {activation_ratio:.2f} |')
+    return '\n'.join(lines)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('configs', nargs='+', help='config files / mmpretrain:: names, optionally +key=value ...')
+    parser.add_argument('--sizes', type=int, nargs='+', default=[224], help='square input sizes (pixels)')
+    parser.add_argument('--batch', type=int, default=1)
+    parser.add_argument('--repeats', type=int, default=3, help='timed steps after one warm-up (median reported)')
+    parser.add_argument('--backbone-only', action='store_true', help='measure model.backbone only')
+    parser.add_argument('--train', action='store_true', help='forward + backward in training mode')
+    parser.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
+    parser.add_argument('--single', action='store_true', help=argparse.SUPPRESS)  # one case, in a child process
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    flags = [*(['--backbone-only'] if args.backbone_only else []), *(['--train'] if args.train else [])]
+    if args.single:
+        print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
+                                 args.train, args.device)))
+        return
+    rows = []
+    for size in args.sizes:
+        for spec in args.configs:
+            child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', str(size), '--batch',
+                                    str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags],
+                                   capture_output=True, text=True)
+            if child.returncode:
+                sys.exit(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')
+            rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
+            print(f'measured {spec} at {size}px', file=sys.stderr)
+    print(table(rows))
+
+
+if __name__ == '__main__':
+    main()
