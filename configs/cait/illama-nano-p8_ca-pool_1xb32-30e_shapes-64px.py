@@ -8,4 +8,5 @@ _base_ = ['../illama/illama-nano-p8_1xb32-30e_shapes-64px.py']
 
 model = dict(
     backbone=dict(out_type='featmap'),
-    neck=dict(_delete_=True, type='ClassAttentionPool', embed_dims=64, num_heads=2, num_layers=2, layer_scale_init_value=1e-5))
+    neck=dict(_delete_=True, type='ClassAttentionPool', embed_dims=64, num_heads=2, num_layers=2,
+              layer_scale_init_value=0.1))

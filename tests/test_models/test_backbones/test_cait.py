@@ -54,7 +54,7 @@ def test_released_settings_norms_layer_scale_and_drop_path(arch):
 
 @pytest.mark.parametrize('arch', sorted(LAYER_SCALE))
 def test_layer_scale_starts_at_the_official_value(arch):
-    model = CaiT(dict(CaiT.arch_zoo[(arch, )], num_layers=1), img_size=32)  # the arch's init on a one-block copy (real tensors)
+    model = CaiT(dict(CaiT.arch_zoo[(arch, )], num_layers=1), img_size=32)  # the arch's init, one block
     for block in (model.layers[0], *model.class_attn.layers):
         for scale in (block.ls1.weight, block.ls2.weight):
             torch.testing.assert_close(scale, torch.full_like(scale, LAYER_SCALE[arch]), rtol=0, atol=0)
