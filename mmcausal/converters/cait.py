@@ -34,6 +34,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from torch import Tensor
 
+from mmcausal.models.backbones import CaiT
 from mmcausal.models.layers import resize_pos_embed
 from .common import rename_key
 
@@ -55,9 +56,8 @@ _RENAMES = (
     (r'^head\.(weight|bias)$', r'head.fc.\1'),
 )
 _DDP_PREFIX = 'module.'
-#: released (embed_dims, SA depth) -> arch name of the ``CaiT`` backbone
-_ARCHS = {(192, 24): 'xxs24', (192, 36): 'xxs36', (288, 24): 'xs24', (288, 36): 'xs36', (384, 24): 's24',
-          (384, 36): 's36', (384, 48): 's48', (768, 24): 'm24', (768, 36): 'm36', (768, 48): 'm48'}
+#: (embed_dims, SA depth) -> arch name of the ``CaiT`` backbone
+_ARCHS = {(setting['embed_dims'], setting['num_layers']): names[0] for names, setting in CaiT.arch_zoo.items()}
 
 
 def _resize(pos_embed: Tensor, grid: Sequence[int]) -> Tensor:

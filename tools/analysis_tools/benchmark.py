@@ -7,10 +7,10 @@ A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1
 after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
 size) case builds the model (``--backbone-only``: just ``model.backbone``) from random weights, runs one warm-up
 step and ``--repeats`` timed steps on random ``(batch, 3, size, size)`` images: a forward (inference, no grad) or,
-with ``--train``, a training-mode forward + backward of ``sum(out^2)``. Reported: images/s, peak memory (the
-process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part of it above the built model ("activation":
-activations and temporaries, and with ``--train`` the gradients) and the parameter count, with ratios to the
-first config at the same size, as a Markdown table. Example (the CaiT README's table)::
+with ``--train``, a training-mode forward + backward of the summed mean squares of the outputs. Reported: images/s,
+peak memory (the process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part of it above the built model
+("activation": activations and temporaries, and with ``--train`` the gradients) and the parameter count, with ratios
+to the first config at the same size, as a Markdown table. Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\

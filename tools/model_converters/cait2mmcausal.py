@@ -13,7 +13,8 @@ it is read without running any of its code. The output keeps the ``backbone.`` /
 load it directly, segmentors and detectors with ``init_cfg=dict(type='Pretrained', checkpoint=DST,
 prefix='backbone.')``.
 
-``--config CFG`` reads ``model.backbone`` of the target config: the ``pos_embed`` grid is ``img_size // patch_size``;
+``--config CFG`` reads ``model.backbone`` of the target config: the ``pos_embed`` grid is ``ceil(img_size /
+patch_size)``;
 ``out_type != 'cls_token'`` means dense (the class-attention stage and the head are dropped); the final ``norm`` is
 kept with ``feature_norm='final'`` or ``out_type='avg_featmap'``; a ``ClassAttentionPool`` neck receives the
 class-attention stage and ``norm`` (as ``neck.*``). ``--img-size`` (patch 16 without a config) overrides the grid;
@@ -53,7 +54,8 @@ def options_from_config(path: str) -> dict:
     out_type = backbone.get('out_type', 'cls_token')
     neck = model.get('neck')
     ca_neck = isinstance(neck, dict) and neck.get('type') in ('ClassAttentionPool', 'mmcausal.ClassAttentionPool')
-    return dict(grid=(img_h // patch_h, img_w // patch_w), dense=out_type != 'cls_token' and not ca_neck,
+    # ceil: the backbone pads the image to whole patches
+    return dict(grid=(-(-img_h // patch_h), -(-img_w // patch_w)), dense=out_type != 'cls_token' and not ca_neck,
                 keep_norm=backbone.get('feature_norm', 'none') == 'final' or out_type == 'avg_featmap',
                 ca_neck=ca_neck)
 
@@ -65,7 +67,7 @@ def convert(state_dict: Dict[str, Tensor], args: argparse.Namespace) -> Dict[str
         patch = OFFICIAL_PATCH_SIZE
         if args.config:
             patch = _pair(Config.fromfile(args.config).model.backbone.get('patch_size', OFFICIAL_PATCH_SIZE))[0]
-        grid = (args.img_size // patch, ) * 2
+        grid = (-(-args.img_size // patch), ) * 2
     return convert_cait(state_dict, grid=grid, dense=options.get('dense', False) or args.dense,
                         keep_norm=options.get('keep_norm', False) or args.keep_norm,
                         ca_neck=options.get('ca_neck', False))

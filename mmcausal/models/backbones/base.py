@@ -64,7 +64,8 @@ def default_init_cfg() -> List[dict]:
 
 class BlockStackMixin:
     """What every block-stacking backbone shares: gradient checkpointing (``with_cp``) of each block and a
-    runtime ``drop_path_rate`` spread linearly over :meth:`blocks` (a scheduled-drop-path hook sets it)."""
+    runtime ``drop_path_rate`` spread over :meth:`blocks` by ``drop_path_schedule`` (a scheduled-drop-path hook
+    sets it)."""
     with_cp: bool = False
     #: how ``drop_path_rate`` spreads over :meth:`blocks`: ``'linear'`` (0 at the first block, ViT/DeiT) or
     #: ``'uniform'`` (the same rate in every block, CaiT Sec. 4.1.1)

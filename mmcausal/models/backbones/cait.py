@@ -42,7 +42,8 @@ class CaiT(PlainBackbone):
             ``'xs36' | 's48' | 'm24'``, or a dict with ``embed_dims``, ``num_layers``, ``num_heads`` (optional
             ``layer_scale_init_value``, ``mlp_ratio`` (4), ``num_cls_layers`` (2)).
         img_size: resolution the position table was trained at (224, 384 or 448 for the released models); any
-            input size runs, the table is resized (bicubic) to the actual ``ceil(H/16) x ceil(W/16)`` grid.
+            input size runs, the table is resized (bicubic) to the actual ``ceil(H/p) x ceil(W/p)`` grid
+            (``p = patch_size``).
         out_indices: SA blocks whose output is returned (negative allowed).
         out_type: ``'cls_token'`` ``(B, C)``: the class-attention stage and ``norm`` on the block's tokens (at the
             last block: the classifier's feature; earlier: a class-attention readout of that block);
@@ -50,15 +51,21 @@ class CaiT(PlainBackbone):
             ``'avg_featmap'`` ``(B, C)`` mean of the ``norm``-ed patch tokens (timm ``global_pool='avg'``).
         feature_norm: norm of ``'featmap'`` / ``'raw'`` outputs: ``'none'`` (default) or ``'final'`` (``norm``,
             which the official model only ever applied to the class token).
-        drop_rate: dropout after the position embedding (0 in every recipe).
+        drop_rate: dropout after the position embedding (0 in every recipe; the official ``drop_rate`` also feeds
+            the MLP and projection dropouts, which are left out here).
         drop_path_rate: stochastic depth of **every** SA block (uniform, Sec. 4.1.1); the CA blocks have none.
         layer_scale_init_value: LayerScale init; None = the arch's (official code: 1e-5 up to 24 blocks, 1e-6
             deeper, but 1e-5 for XXS-36, whose paper value is 1e-6).
-        attn_impl: talking-heads path, ``'sdpa'`` (O(N) memory) or ``'explicit'`` (the reference); same outputs.
+        attn_impl: talking-heads path: ``'auto'`` (explicit while tokens <= width, i.e. at 224 px; SDPA beyond),
+            ``'sdpa'`` (O(N) memory, ``heads`` x the attention FLOPs) or ``'explicit'`` (the reference); all exact.
         norm_cfg: norm of every block and of ``norm`` (LayerNorm eps 1e-6, as all released models).
-        frozen_stages: freeze the patch embedding, position table and the first ``frozen_stages`` SA blocks.
+        frozen_stages: freeze the patch embedding, position table and the first ``frozen_stages`` SA blocks (all
+            of them: the class stage and ``norm`` too).
         with_cp: gradient checkpointing of every SA block.
         patch_size, in_channels, init_cfg: as named.
+
+    Layer ids for layer-wise lr decay (:meth:`get_layer_depth`): patch embedding and position table 0, SA block ``i``
+    ``i + 1``, the class stage (its class token included) and ``norm`` on top, with the head.
     """
     arch_zoo = {
         ('xxs24', ): dict(embed_dims=192, num_layers=24, num_heads=4, layer_scale_init_value=1e-5),
@@ -87,7 +94,7 @@ class CaiT(PlainBackbone):
                  drop_rate: float = 0.,
                  drop_path_rate: float = 0.,
                  layer_scale_init_value: Optional[float] = None,
-                 attn_impl: str = 'sdpa',
+                 attn_impl: str = 'auto',
                  norm_cfg: Optional[dict] = None,
                  frozen_stages: int = -1,
                  with_cp: bool = False,

@@ -19,7 +19,7 @@ from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 
-from .attention import AttentionConfigError
+from .attention import AttentionConfigError, AttentionProbe, explicit_attention, explicit_attention_requested
 from .block import TransformerBlock
 from .ffn import gelu_mlp
 
@@ -27,7 +27,8 @@ from .ffn import gelu_mlp
 class ClassAttention(nn.Module):
     """Attention of the first token (the class token) over all tokens: ``(B, 1 + N, C) -> (B, 1, C)``.
 
-    Separate ``q``, ``k``, ``v`` and ``proj`` Linears with biases (the official layout); one SDPA call, O(N).
+    Separate ``q``, ``k``, ``v`` and ``proj`` Linears with biases (the official layout); one SDPA call, O(N). Under
+    :func:`explicit_attention_mode` the ``(B, heads, 1, 1 + N)`` weights pass through ``attn_probe``.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True) -> None:
@@ -39,6 +40,7 @@ class ClassAttention(nn.Module):
         self.k = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)
         self.v = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
+        self.attn_probe = AttentionProbe()
 
     def forward(self, tokens: Tensor) -> Tensor:
         """``tokens`` ``(B, 1 + N, C)`` with the class token first -> its update ``(B, 1, C)``."""
@@ -47,8 +49,9 @@ class ClassAttention(nn.Module):
         def heads(x: Tensor) -> Tensor:
             return x.view(batch, x.shape[1], self.num_heads, -1).transpose(1, 2)
 
-        out = F.scaled_dot_product_attention(heads(self.q(tokens[:, :1])), heads(self.k(tokens)),
-                                             heads(self.v(tokens)))
+        q, k, v = heads(self.q(tokens[:, :1])), heads(self.k(tokens)), heads(self.v(tokens))
+        out = explicit_attention(q, k, v, probe=self.attn_probe) if explicit_attention_requested() else \
+            F.scaled_dot_product_attention(q, k, v)
         return self.proj(out.transpose(1, 2).reshape(batch, 1, embed_dims))
 
     def extra_repr(self) -> str:

@@ -23,7 +23,10 @@ Two exact paths:
     ``q'_h = concat_g(Wl[h, g] s q_g)`` and ``k' = concat_g k_g`` (head dim ``C``, scale 1), values
     ``v' = concat_g v_g``, so head ``g`` returns ``P_g V'``; then ``o_h = sum_g Ww[h, g] (P_g V')[block h] +
     bw[h] sum_j v_h(j)``. It costs ``heads`` times the attention FLOPs of plain attention and stores no
-    ``N x N`` tensor.
+    ``N x N`` tensor, but about ``2 h N C`` values (the mixed queries and the ``C``-wide outputs).
+``'auto'`` (default)
+    The explicit path while its ``h N^2`` scores are no larger than the SDPA path's ``h N C`` (``N <= C``: 224 px
+    for every released CaiT but XXS, where it is faster on CPU too), the SDPA path beyond (384 px and dense inputs).
 """
 from typing import Optional
 
@@ -35,7 +38,7 @@ from mmcausal.utils.validation import check_choice
 from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested
 from .rope import apply_rotary
 
-TALKING_HEADS_IMPLS = ('sdpa', 'explicit')
+TALKING_HEADS_IMPLS = ('auto', 'sdpa', 'explicit')
 
 
 def _mix_heads(x: Tensor, mix: nn.Linear) -> Tensor:
@@ -79,8 +82,10 @@ def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_
     keys = k.transpose(1, 2).reshape(batch, 1, -1, width).expand(batch, heads, -1, width)
     values = v.transpose(1, 2).reshape(batch, 1, -1, width).expand(batch, heads, -1, width)
     out = F.scaled_dot_product_attention(mixed_q, keys, values, attn_mask=key_mask, scale=1.)
-    # o_h = sum_g Ww[h, g] (P_g V')[block h]
-    out = torch.einsum('hg,bgnhd->bhnd', proj_w.weight, out.view(batch, heads, num_queries, heads, head_dim))
+    # o_h = sum_g Ww[h, g] (P_g V')[block h]: a broadcast product summed over g keeps nothing new for backward (the
+    # SDPA output is saved already), where an einsum with the repeated index h would save a copy of it
+    out = (out.view(batch, heads, num_queries, heads, head_dim) *
+           proj_w.weight.t().reshape(1, heads, 1, heads, 1)).sum(1).transpose(1, 2)
     # proj_l's bias shifts each softmax row by a constant: its exact gradient is zero, and the zero factor keeps it
     # in the graph so every parameter gets a gradient (DDP without find_unused_parameters)
     return out + proj_w.bias.view(1, -1, 1, 1) * _valid_key_sum(v, key_mask) + 0. * proj_l.bias.sum()
@@ -95,11 +100,12 @@ class TalkingHeadsAttention(SelfAttention):
         embed_dims: token width ``C``.
         num_heads: ``h`` (``C`` divisible by it).
         qkv_bias: bias of ``qkv`` (True in every released CaiT).
-        impl: ``'sdpa'`` (O(N) memory, ``h`` x attention FLOPs) or ``'explicit'`` (materialised ``h x N x N``);
-            both exact (module docstring). :func:`explicit_attention_mode` forces the explicit path.
+        impl: ``'auto'`` (by token count, module docstring), ``'sdpa'`` (O(N) memory, ``h`` x attention FLOPs) or
+            ``'explicit'`` (materialised ``h x N x N``); all exact. :func:`explicit_attention_mode` forces the
+            explicit path.
     """
 
-    def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, impl: str = 'sdpa') -> None:
+    def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, impl: str = 'auto') -> None:
         super().__init__(embed_dims, num_heads, qkv_bias=qkv_bias, mask_mode='bidirectional')
         self.impl = check_choice('talking-heads impl', impl, TALKING_HEADS_IMPLS, AttentionConfigError)
         self.proj_l = nn.Linear(num_heads, num_heads)
@@ -107,15 +113,17 @@ class TalkingHeadsAttention(SelfAttention):
 
     def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None) -> Tensor:
         """Talking-heads attention over the ``N`` tokens of ``x`` ``(B, N, C)``; ``attn_bias`` may only be a
-        boolean key mask (True = attend) broadcastable to ``(B, heads, N, N)``."""
-        if attn_bias is not None and attn_bias.dtype != torch.bool:
-            raise AttentionConfigError('Talking-heads attention takes a boolean key mask, not a float bias: a bias '
-                                       'added before the head mixing would be mixed across heads.')
+        boolean key mask (True = attend), the same for every head: broadcastable to ``(B, 1, N, N)``."""
+        if attn_bias is not None and (attn_bias.dtype != torch.bool or attn_bias.dim() != 4 or attn_bias.shape[1] != 1):
+            raise AttentionConfigError('Talking-heads attention takes a boolean key mask shared by the heads, shape '
+                                       '(B, 1, Nq or 1, Nk): a float bias or a per-head mask would be mixed across '
+                                       'heads.')
         batch, num_tokens, embed_dims = x.shape
         q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         if rope_angles is not None:
             q, k = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles)
-        if self.impl == 'explicit' or explicit_attention_requested():
+        explicit = self.impl == 'explicit' or (self.impl == 'auto' and num_tokens <= embed_dims)
+        if explicit or explicit_attention_requested():
             out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe)
         else:
             out = talking_heads_sdpa(q, k, v, self.proj_l, self.proj_w, attn_bias)

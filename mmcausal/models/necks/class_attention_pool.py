@@ -23,7 +23,9 @@ class ClassAttentionPool(BaseModule):
     """``(..., (B, C, H, W) or (B, N, C)) -> ((B, C),)``: ``norm(ClassAttentionStage(patches))``.
 
     Use it as the ``neck`` of an mmpretrain ``ImageClassifier`` whose backbone returns patch features
-    (``out_type='featmap'``), in front of a ``LinearClsHead``. Only the last backbone output is pooled.
+    (``out_type='featmap'``), in front of a ``LinearClsHead``. Only the last backbone output is pooled. A token
+    sequence must hold patch tokens only: a backbone's own class token in it (``out_type='raw'``) would be read as
+    one more patch.
 
     Args:
         embed_dims: ``C`` (the backbone's width).

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mmcausal.models.layers import ClassAttentionBlock, ClassAttentionStage
+from mmcausal.models.layers import ClassAttentionBlock, ClassAttentionStage, record_attention
 from mmcausal.models.necks import ClassAttentionPool
 from mmcausal.utils.errors import UserInputError
 
@@ -66,3 +66,17 @@ def test_pool_neck_takes_feature_maps_or_tokens_and_rejects_other_widths():
     torch.testing.assert_close(out, neck.norm(neck.class_attn(tokens)), rtol=0, atol=0)
     with pytest.raises(UserInputError, match='out_type="featmap"'):
         neck((torch.randn(2, 32), ))
+
+
+def test_the_class_attention_map_is_readable_through_the_probe():
+    stage = ClassAttentionStage(16, 2, num_layers=2)
+    _randomise(stage)
+    patches = torch.randn(3, 10, 16)
+    fast = stage(patches)
+    with record_attention(stage) as records:
+        probed = stage(patches)
+    torch.testing.assert_close(probed, fast, rtol=1e-5, atol=1e-5)
+    assert sorted(records) == ['layers.0.attn.attn_probe', 'layers.1.attn.attn_probe']
+    weights = records['layers.0.attn.attn_probe'][0]
+    assert weights.shape == (3, 2, 1, 11)  # the class token's weights over [cls; patches]
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 2, 1))

@@ -8,6 +8,7 @@ from torch import nn
 from mmcausal.models.layers import (
     TalkingHeadsAttention,
     record_attention,
+    talking_heads,
     talking_heads_explicit,
     talking_heads_sdpa,
 )
@@ -94,6 +95,8 @@ def test_masked_padding_keys_are_invisible_also_to_the_proj_w_bias(path):
     alone = PATHS[path](q[:, :, :9], k[:, :, :9], v[:, :, :9], proj_l, proj_w)
     torch.testing.assert_close(masked, alone, rtol=1e-10, atol=1e-10)
     assert torch.isfinite(masked).all()  # -inf entered after proj_l: no NaN from mixing -inf with signed weights
+    unmasked = PATHS[path](q, k, v, proj_l, proj_w)[:, :, :9]
+    assert (unmasked - alone).abs().max() > 1e-3  # the padding keys matter when nothing hides them
 
 
 def test_the_sdpa_path_keeps_no_heads_by_tokens_squared_tensor_for_backward():
@@ -129,8 +132,24 @@ def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
     torch.testing.assert_close(weights.sum(-1), expected.view(1, 4, 1).expand(2, 4, 10), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize('tokens,expected', [(32, 'explicit'), (33, 'sdpa')])
+def test_auto_takes_the_explicit_path_while_tokens_do_not_exceed_the_width(monkeypatch, tokens, expected):
+    module = TalkingHeadsAttention(32, 4)
+    assert module.impl == 'auto'
+    called = []
+    for name in ('explicit', 'sdpa'):
+        original = getattr(talking_heads, f'talking_heads_{name}')
+        monkeypatch.setattr(talking_heads, f'talking_heads_{name}',
+                            lambda *args, _name=name, _original=original, **kwargs: called.append(_name) or
+                            _original(*args, **kwargs))
+    module(torch.randn(1, tokens, 32))
+    assert called == [expected]
+
+
 def test_bad_settings_are_user_errors():
     with pytest.raises(UserInputError, match='impl'):
         TalkingHeadsAttention(32, 4, impl='flash')
-    with pytest.raises(UserInputError, match='boolean key mask'):
+    with pytest.raises(UserInputError, match='boolean key mask'):  # a float bias would be mixed across heads
         TalkingHeadsAttention(32, 4).attend(torch.randn(1, 5, 32), attn_bias=torch.zeros(1, 1, 5, 5))
+    with pytest.raises(UserInputError, match='shared by the heads'):  # a per-head mask would be mixed across heads
+        TalkingHeadsAttention(32, 4).attend(torch.randn(1, 5, 32), attn_bias=torch.ones(1, 4, 5, 5, dtype=torch.bool))
