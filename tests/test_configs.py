@@ -278,6 +278,8 @@ RECIPES = {
     **{f'cait/cait-{a}_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 'xxs36', 'xs24', 's24', 's36')},
     'cait/cait-m36_32xb8-60e_in1k-384px.py': _cait_finetune(),
     'cait/cait-m48_32xb8-60e_in1k-448px.py': _cait_finetune(),
+    # ours: the iLLaMA-S recipe (Table 13) with a CaiT class-attention tail as the pooling
+    'cait/illama-small-p16_ca-pool_32xb128_in1k.py': _imagenet(5),
     # ours (no paper result): the VisionLLaMA UperNet recipe with mmseg's 24-block layer decay (BEiT-L's 0.95)
     'cait/upernet_cait-s24_8xb2-160k_ade20k-512x512.py':
         ('mmseg', 'AdamW', 6e-5, 0.05, ADAMW, 0.95, 24, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
@@ -440,3 +442,157 @@ def test_defocus_dino_detector_runs():
         features = model.extract_feat(torch.randn(1, 3, 256, 320))
     assert [tuple(f.shape) for f in features] == [(1, 256, 64, 80), (1, 256, 32, 40), (1, 256, 16, 20),
                                                   (1, 256, 8, 10)]
+
+
+# ------------------------------------------------------------------------------------------------------------ CaiT
+# Paper Table 4 (uniform drop path d_r; LayerScale init as the official code) and the released archs (notes §2.1);
+# the ↑ configs keep each model's d_r except M48 (deit issue #108: 0.3).
+CAIT = ROOT / 'configs' / 'cait'
+#: config -> (arch, img_size, width, drop path, LayerScale init of the built model)
+CAIT_IN1K = {
+    'cait-xxs24_8xb128-400e_in1k.py': ('xxs24', 224, 192, 0.05, 1e-5),
+    'cait-xxs36_8xb128-400e_in1k.py': ('xxs36', 224, 192, 0.1, 1e-5),  # the code's 1e-5; the paper says 1e-6
+    'cait-s24_8xb128-400e_in1k.py': ('s24', 224, 384, 0.1, 1e-5),
+    'cait-xxs24_8xb32-60e_in1k-384px.py': ('xxs24', 384, 192, 0.05, 1e-5),
+    'cait-xxs36_8xb32-60e_in1k-384px.py': ('xxs36', 384, 192, 0.1, 1e-5),
+    'cait-xs24_8xb32-60e_in1k-384px.py': ('xs24', 384, 288, 0.05, 1e-5),
+    'cait-s24_8xb32-60e_in1k-384px.py': ('s24', 384, 384, 0.1, 1e-5),
+    'cait-s36_8xb32-60e_in1k-384px.py': ('s36', 384, 384, 0.2, 1e-6),
+    'cait-m36_32xb8-60e_in1k-384px.py': ('m36', 384, 768, 0.3, 1e-6),
+    'cait-m48_32xb8-60e_in1k-448px.py': ('m48', 448, 768, 0.3, 1e-6),
+}
+
+
+def _cait_config(name: str) -> Config:
+    return Config.fromfile(str(CAIT / name))
+
+
+def test_cait_configs_cover_the_released_models():
+    assert {name for name in CAIT_IN1K} == {p.name for p in CAIT.glob('cait-*_in1k*.py')}
+
+
+@pytest.mark.parametrize('name', sorted(CAIT_IN1K))
+def test_cait_imagenet_recipe(name):
+    """Model, data and schedule details of paper Sec. 4.3 / Table 4 (224 px) and deit #108 (the ↑ stage); the
+    optimizer groups are checked by test_full_config_recipe and test_cait_no_decay_set_is_the_official_rule."""
+    arch, size, width, drop_path, _ = CAIT_IN1K[name]
+    cfg = _cait_config(name)
+    model = cfg.model
+    backbone = model.backbone
+    assert (backbone.type, backbone.arch, backbone.img_size, backbone.get('patch_size', 16)) == ('CaiT', arch, size, 16)
+    assert (backbone.drop_path_rate, backbone.out_type) == (drop_path, 'cls_token')
+    assert backbone.get('layer_scale_init_value') is None  # the arch's (official code) value
+    assert model.neck is None
+    head = model.head
+    assert (head.type, head.num_classes, head.in_channels) == ('LinearClsHead', 1000, width)
+    assert (head.loss.type, head.loss.label_smooth_val, head.loss.mode) == ('LabelSmoothLoss', 0.1, 'original')
+    assert (head.init_cfg.type, head.init_cfg.std, head.init_cfg.bias) == ('TruncNormal', 0.02, 0.)
+    assert [(a.type, a.alpha) for a in model.train_cfg.augments] == [('Mixup', 0.8), ('CutMix', 1.0)]
+    # DeiT's data: repeated augmentation x3, RandAugment rand-m9-mstd0.5-inc1, erasing 0.25, bicubic, at `size`
+    train = cfg.train_dataloader
+    assert (train.sampler.type, train.sampler.num_repeats, train.sampler.shuffle) == ('RepeatAugSampler', 3, True)
+    steps = {t.type: t for t in train.dataset.pipeline}
+    crop, randaug, erase = steps['RandomResizedCrop'], steps['RandAugment'], steps['RandomErasing']
+    assert (crop.scale, crop.backend, crop.interpolation) == (size, 'pillow', 'bicubic')
+    assert (randaug.policies, randaug.num_policies, randaug.total_level, randaug.magnitude_level,
+            randaug.magnitude_std) == ('timm_increasing', 2, 10, 9, 0.5)
+    assert (erase.erase_prob, erase.mode, erase.min_area_ratio, erase.max_area_ratio) == (0.25, 'rand', 0.02, 1 / 3)
+    assert steps['RandomFlip'].prob == 0.5
+    # test: short side to `size`, center crop `size` (crop ratio 1.0), bicubic; ImageNet mean / std
+    for loader in (cfg.val_dataloader, cfg.test_dataloader):
+        load, resize, center, pack = loader.dataset.pipeline
+        assert (resize.type, resize.scale, resize.edge, resize.backend, resize.interpolation) == (
+            'ResizeEdge', size, 'short', 'pillow', 'bicubic')
+        assert (center.type, center.crop_size) == ('CenterCrop', size)
+    assert (list(cfg.data_preprocessor.mean), list(cfg.data_preprocessor.std)) == ([123.675, 116.28, 103.53],
+                                                                                  [58.395, 57.12, 57.375])
+    # fp16 AMP (dynamic loss scale), no clipping, deit's warm-up start 1e-6
+    optim = cfg.optim_wrapper
+    assert optim.type == 'AmpOptimWrapper' and optim.get('dtype') is None and optim.get('loss_scale') is None
+    assert optim.optimizer.eps == 1e-8
+    warmup, main = cfg.param_scheduler
+    assert warmup.start_factor * optim.optimizer.lr == pytest.approx(1e-6)
+    assert cfg.auto_scale_lr.base_batch_size == (1024 if size == 224 else 256)
+    if size == 224:  # cosine to deit's --min-lr
+        assert (main.eta_min, warmup.convert_to_iter_based, main.convert_to_iter_based) == (1e-5, True, True)
+        assert cfg.get('load_from') is None
+    else:  # deit #108: decay-epochs 10, decay-rate 0.5 (timm's step schedule, per epoch), from the 224 px model
+        assert (main.step_size, main.gamma, main.by_epoch, main.get('convert_to_iter_based', False)) == (
+            10, 0.5, True, False)
+        assert cfg.load_from == f'work_dirs/cait-{arch}_8xb128-400e_in1k/epoch_400.pth'
+
+
+@pytest.mark.parametrize('name,init', [('cait-xxs36_8xb128-400e_in1k.py', 1e-5), ('cait-s36_8xb32-60e_in1k-384px.py',
+                                                                                  1e-6)])
+def test_cait_layer_scale_init_is_the_official_code(name, init):
+    """LayerScale starts at the official code's value in every SA and CA block (XXS36: 1e-5, the paper says 1e-6)."""
+    assert CAIT_IN1K[name][-1] == init
+    init_default_scope('mmpretrain')
+    backbone = MODELS.build(_cait_config(name).model.backbone)
+    scales = {n: p for n, p in backbone.named_parameters() if n.endswith(('ls1.weight', 'ls2.weight'))}
+    assert len(scales) == 2 * (backbone.num_layers + 2)
+    assert all(torch.equal(p, torch.full_like(p, init)) for p in scales.values())
+
+
+@pytest.mark.parametrize('name', ['cait-s24_8xb128-400e_in1k.py', 'cait-m48_32xb8-60e_in1k-448px.py',
+                                  'upernet_cait-s24_8xb2-160k_ade20k-512x512.py'])
+def test_cait_no_decay_set_is_the_official_rule(name):
+    """deit's optimiser (timm's create_optimizer with the model's no_weight_decay()): no weight decay on every 1-D
+    parameter (norms, biases, LayerScale gammas), on pos_embed and on cls_token; every other parameter decays, the
+    2-D talking-heads mixers proj_l / proj_w included (notes §1.6). The UperNet config applies the same rule."""
+    cfg = _cait_config(name)
+    scope = 'mmseg' if name.startswith('upernet') else 'mmpretrain'
+    wrapper_cfg = dict(cfg.optim_wrapper.to_dict(), type='OptimWrapper')  # AmpOptimWrapper needs a GPU
+    model = build_on_meta(cfg, scope)
+    optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
+    names = {id(p): n for n, p in model.named_parameters()}
+    decay = {names[id(p)]: g['weight_decay'] for g in optimizer.param_groups for p in g['params']}
+    assert set(decay) == set(names.values())
+
+    def official_exempt(param_name, param):
+        return param.ndim == 1 or param_name.endswith('.bias') or param_name.endswith(('.pos_embed', '.cls_token'))
+
+    assert {n: w for n, w in decay.items()} == {n: 0.0 if official_exempt(n, p) else 0.05
+                                                for n, p in model.named_parameters()}
+    assert decay['backbone.pos_embed'] == decay['backbone.layers.0.ls1.weight'] == 0.0
+    assert decay['backbone.layers.0.attn.proj_l.weight'] == decay['backbone.layers.0.attn.proj_w.weight'] == 0.05
+    if scope == 'mmpretrain':
+        assert decay['backbone.class_attn.cls_token'] == decay['backbone.class_attn.layers.1.ls2.weight'] == 0.0
+
+
+def test_cait_upernet_model():
+    """Ours (no paper result): CaiT-S24 patch tokens of SA blocks 5/11/17/23 without the final norm (notes §3),
+    Feature2Pyramid, UPerHead (DeiT-S width 512) + FCN auxiliary head, from the converted S24_224 weights."""
+    cfg = _cait_config('upernet_cait-s24_8xb2-160k_ade20k-512x512.py')
+    model = cfg.model
+    backbone = model.backbone
+    assert (backbone.type, backbone.arch, backbone.img_size) == ('CaiT', 's24', 512)
+    assert (tuple(backbone.out_indices), backbone.out_type, backbone.feature_norm) == ((5, 11, 17, 23), 'featmap',
+                                                                                       'none')
+    assert backbone.drop_path_rate == 0.1  # S24's Table 4 rate
+    init = backbone.init_cfg
+    assert (init.type, init.checkpoint, init.prefix) == ('Pretrained', 'checkpoints/cait-s24_in1k-dense.pth',
+                                                         'backbone.')
+    assert (model.neck.type, model.neck.embed_dim, list(model.neck.rescales)) == ('Feature2Pyramid', 384,
+                                                                                  [4, 2, 1, 0.5])
+    head, aux = model.decode_head, model.auxiliary_head
+    assert (head.type, list(head.in_channels), head.channels, tuple(head.pool_scales)) == (
+        'UPerHead', [384] * 4, 512, (1, 2, 3, 6))
+    assert (aux.type, aux.in_channels, aux.in_index, aux.channels, aux.loss_decode.loss_weight) == (
+        'FCNHead', 384, 2, 256, 0.4)
+    assert head.num_classes == aux.num_classes == 150
+    assert (model.test_cfg.mode, tuple(model.test_cfg.crop_size), tuple(model.test_cfg.stride)) == (
+        'slide', (512, 512), (341, 341))
+    assert cfg.get('fp16') is None and cfg.optim_wrapper.constructor == 'LayerDecayOptimWrapperConstructor'
+    built = build_on_meta(cfg, 'mmseg')
+    assert not hasattr(built.backbone, 'class_attn')  # dense use: no class stage, no final norm
+    assert isinstance(built.backbone.norm, torch.nn.Identity)
+
+
+def test_cait_full_size_models_run():
+    classifier = _build(_cait_config('cait-xxs24_8xb128-400e_in1k.py'), 'mmpretrain')
+    with torch.no_grad():
+        assert classifier(torch.randn(1, 3, 224, 224), mode='tensor').shape == (1, 1000)
+    segmentor = _build(_cait_config('upernet_cait-s24_8xb2-160k_ade20k-512x512.py'), 'mmseg')
+    with torch.no_grad():  # the 32x32 table resized to the 8x10 grid; decode-head logits at stride 4
+        assert segmentor(torch.randn(1, 3, 128, 160), mode='tensor').shape == (1, 150, 32, 40)

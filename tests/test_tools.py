@@ -76,6 +76,10 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmdet', 'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+    ('mmpretrain', 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py',
+     ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
+    ('mmseg', 'configs/cait/upernet_cait-nano-p8_1xb8-400i_shapes-64x64.py',
+     ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
 ])
 def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):
     kind = {'mmpretrain': 'imagenet', 'mmseg': 'ade20k', 'mmdet': 'coco'}[library]
@@ -96,7 +100,7 @@ def test_backbone_memory_tool_measures_each_size_in_its_own_process():
 
 
 def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
-    cait = 'configs/cait/cait-nano-p8_1xb32-30e_shapes-64px.py'
+    cait = 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py'
     result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', cait,
                              f'{cait}+model.backbone.attn_impl=explicit', '--sizes', '64', '--backbone-only', '--train',
                              '--repeats', '1'], cwd=ROOT, capture_output=True, text=True, timeout=600)

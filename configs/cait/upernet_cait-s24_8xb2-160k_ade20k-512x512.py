@@ -4,7 +4,8 @@
 # paper's D.6 = mmseg's BEiT / MAE ViT recipe). Nobody has trained this config.
 #
 # Model:
-# - backbone: CaiT-S24 at 512 px (32x32 patches; pos_embed resized from the 14x14 table on load, bicubic, notes §3),
+# - backbone: CaiT-S24 at 512 px (32x32 patches; the converter below resizes the 14x14 table to 32x32, bicubic,
+#   notes §3; a checkpoint with another grid is resized on load, and inputs of other sizes at run time),
 #   out_type='featmap' on the patch tokens of SA blocks 5 / 11 / 17 / 23 (notes §3: evenly spaced for 24 blocks, the
 #   ViT-B 3/5/7/11 pattern). Dense use needs only the SA stage: the class-attention stage never changes the patch
 #   tokens, so class_attn, cls_token and the final norm are not built. feature_norm='none': the final `norm` only
@@ -17,7 +18,7 @@
 #   block-17 map (256 channels, loss weight 0.4).
 # - pretrained: the converted ImageNet S24_224.pth (released, distilled 83.5 top-1):
 #   `python tools/model_converters/cait2mmcausal.py S24_224.pth checkpoints/cait-s24_in1k-dense.pth --config <this>`
-#   (keys under `backbone.`; the CA stage, norm and head are dropped).
+#   (keys under `backbone.`; the config makes it a dense conversion: the CA stage, norm and head are dropped).
 #
 # Optimiser (the VisionLLaMA UperNet recipe, ours here): AdamW lr 6e-5, betas (0.9, 0.999), wd 0.05, no decay on
 # 1-D parameters (norms, biases, LayerScale gammas) nor on pos_embed (CaiT's own no-decay rule, notes §1.6), fp16 AMP
