@@ -37,11 +37,15 @@ class ClassAttentionPool(BaseModule):
             0.1 fits the 12-block backbones. At 1e-5 a 4-block iLLaMA twin learned nothing in 30 epochs (loss
             stayed at ln 4; the LayerScale vectors reached only ~5e-3).
         norm_cfg: norm of the blocks and of the final ``norm`` (LayerNorm eps 1e-6).
+        init_cfg: None keeps PyTorch's fan-in Linear init (the class token ~ TruncNormal(0.02) as CaiT). CaiT's own
+            TruncNormal(0.02) puts a narrow tail's chained value and output projections in a small-init saddle: on
+            the 64-wide iLLaMA twin the loss stayed at ln 4 for all 30 epochs with seed 0 (27 % top-1), against 63 %
+            with the fan-in init.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, num_layers: int = 2, mlp_ratio: float = 4.,
                  layer_scale_init_value: float = .1, norm_cfg: Optional[dict] = None,
-                 init_cfg: Optional[dict] = dict(type='TruncNormal', layer='Linear', std=.02, bias=0.)) -> None:
+                 init_cfg: Optional[dict] = None) -> None:
         super().__init__(init_cfg=init_cfg)
         norm_cfg = norm_cfg or dict(type='LN', eps=1e-6)
         self.embed_dims = embed_dims
