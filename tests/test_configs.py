@@ -201,7 +201,9 @@ def _cait_imagenet():  # CaiT Sec. 4.3: AdamW 1e-3 @ 1024, wd 0.05, 5 warm-up ep
             [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 400)], ('epochs', 400), True)
 
 
-def _cait_finetune():  # deit #108 (M48↑448): batch 256, lr 5e-6, wd 0.05, 60 epochs, 5 warm-up, x 0.5 every 10, fp16
+# ours, reading deit #108 (M48↑448): batch 256, lr 5e-6 taken at that batch (2.5e-6 if it was deit's --lr, scaled by
+# batch / 512; the config states both),
+def _cait_finetune():  # wd 0.05, 60 epochs, 5 warm-up, x 0.5 every 10, fp16
     return ('mmpretrain', 'AdamW', 5e-6, 0.05, ADAMW, None, None, 256, [('LinearLR', 0, 5), ('StepLR', 0, 60)],
             ('epochs', 60), True)
 

@@ -8,7 +8,8 @@
 # Table 5 and the official README; the official README advises evaluating M48 in fp32, which tools/test.py does).
 # The paper reports no non-distilled M-48 number. 356,460,520 parameters at 448 px (356,008,936 at 224).
 # Only the 448 px model was released, so there is no 224 px config here; pre-train with the base recipe:
-#   tools/train.py configs/cait/cait-s24_8xb128-400e_in1k.py --work-dir work_dirs/cait-m48_8xb128-400e_in1k \
+#   bash tools/dist_train.sh configs/cait/cait-s24_8xb128-400e_in1k.py 8 \
+#       --work-dir work_dirs/cait-m48_8xb128-400e_in1k \
 #       --cfg-options model.backbone.arch=m48 model.backbone.drop_path_rate=0.4 model.head.in_channels=768
 _base_ = './cait-s24_8xb32-60e_in1k-384px.py'
 

@@ -82,3 +82,5 @@ param_scheduler = [
 # Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
 train_cfg = dict(_delete_=True, type='ExactResumeEpochBasedTrainLoop', max_epochs=400, val_interval=1)
 auto_scale_lr = dict(base_batch_size=1024)
+# mmpretrain's runtime saves every epoch: keep the last two (S24 with its AdamW state is ~0.56 GB per file)
+default_hooks = dict(checkpoint=dict(max_keep_ckpts=2))

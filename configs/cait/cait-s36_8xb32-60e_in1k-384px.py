@@ -4,7 +4,8 @@
 # Paper (Table 3): S-36↑384 85.0 top-1 without distillation (the target of this config), 85.4 distilled (↑384Υ, the
 # released weights; Table 5). 68,366,632 parameters at 384 px (68,220,712 at 224).
 # Only the 384 px model was released, so there is no 224 px config here; pre-train with the base recipe:
-#   tools/train.py configs/cait/cait-s24_8xb128-400e_in1k.py --work-dir work_dirs/cait-s36_8xb128-400e_in1k \
+#   bash tools/dist_train.sh configs/cait/cait-s24_8xb128-400e_in1k.py 8 \
+#       --work-dir work_dirs/cait-s36_8xb128-400e_in1k \
 #       --cfg-options model.backbone.arch=s36 model.backbone.drop_path_rate=0.2
 _base_ = './cait-s24_8xb32-60e_in1k-384px.py'
 

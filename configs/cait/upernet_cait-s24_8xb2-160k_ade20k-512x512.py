@@ -6,8 +6,8 @@
 # Model:
 # - backbone: CaiT-S24 at 512 px (32x32 patches; the converter below resizes the 14x14 table to 32x32, bicubic,
 #   notes §3; a checkpoint with another grid is resized on load, and inputs of other sizes at run time),
-#   out_type='featmap' on the patch tokens of SA blocks 5 / 11 / 17 / 23 (notes §3: evenly spaced for 24 blocks, the
-#   ViT-B 3/5/7/11 pattern). Dense use needs only the SA stage: the class-attention stage never changes the patch
+#   out_type='featmap' on the patch tokens of SA blocks 5 / 11 / 17 / 23 (notes §3: evenly spaced for 24 blocks, as
+#   ViT-B's 2/5/8/11). Dense use needs only the SA stage: the class-attention stage never changes the patch
 #   tokens, so class_attn, cls_token and the final norm are not built. feature_norm='none': the final `norm` only
 #   ever saw the class token in training (notes §1.5 / §3), and the neck has its own norms. drop path 0.1 = S24's
 #   Table 4 rate, uniform (also mmseg's DeiT-S UperNet rate).
