@@ -78,7 +78,7 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmpretrain', 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
-    ('mmseg', 'configs/cait/upernet_cait-nano-p8_1xb8-400i_shapes-64x64.py',
+    ('mmseg', 'configs/cait/upernet_cait-nano-p8_1xb8-250i_shapes-64x64.py',
      ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
 ])
 def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):

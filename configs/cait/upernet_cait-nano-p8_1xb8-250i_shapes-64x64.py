@@ -36,7 +36,7 @@ train_dataloader = {{_base_.shapes_seg_train_dataloader}}
 val_dataloader = {{_base_.shapes_seg_val_dataloader}}
 test_dataloader = val_dataloader
 
-max_iters = 400
+max_iters = 250
 warmup_iters = 20
 optim_wrapper = dict(
     type='OptimWrapper',
