@@ -10,13 +10,15 @@ from .attention import (
     record_attention,
     soft_causal_logit_bias,
     soft_causal_weights,
+    soft_mask_attention,
+    split_heads,
 )
 from .block import TransformerBlock
 from .class_attention import ClassAttention, ClassAttentionBlock, ClassAttentionStage
 from .context import TokenLayout
 from .decay import DecayAttention, LearnableDecay, folded_decay_attention, retnet_decay_exponents
 from .ffn import FFN, SwiGLUFFN, gelu_mlp, swiglu_hidden_dims
-from .norm import build_norm_layer
+from .norm import RMSNorm, build_norm_layer
 from .pos_embed import resize_pos_embed
 from .retention import MultiScaleRetention, RetentionConfigError, retention, retention_step
 from .rope import (
@@ -35,6 +37,7 @@ from .rope import (
     rope_angles_1d,
     rope_angles_2d,
     rope_frequencies,
+    rotate_pairs,
 )
 from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan, sequential_selective_scan
 from .ssm import DefocusMambaMixer, group_rms_norm
@@ -57,5 +60,6 @@ __all__ = [
     'TokenOrderError', 'sectioned_order', 'DecayAttention', 'LearnableDecay', 'folded_decay_attention',
     'retnet_decay_exponents', 'MultiScaleRetention', 'RetentionConfigError', 'retention', 'retention_step',
     'ClassAttention', 'ClassAttentionBlock', 'ClassAttentionStage', 'gelu_mlp', 'TALKING_HEADS_IMPLS',
-    'TalkingHeadsAttention', 'talking_heads_explicit', 'talking_heads_sdpa'
+    'TalkingHeadsAttention', 'talking_heads_explicit', 'talking_heads_sdpa', 'RMSNorm', 'soft_mask_attention',
+    'split_heads', 'rotate_pairs'
 ]

@@ -17,8 +17,9 @@ Mask modes (``alpha`` = soft-mask rate, a runtime attribute driven by :class:`~m
     iLLaMA's released code and paper Eq. 2: ``A = softmax(q k^T / sqrt(d)) * (alpha + (1 - alpha) * tril)``
     with **no renormalisation**. At ``alpha = 0`` row ``t`` equals causal attention times
     ``c_t = sum_{s<=t} softmax_t(s)``, a gate that depends on future tokens, so this mode is not strictly
-    causal. The released iLLaMA weights were trained with it; it needs the full row normaliser, so for
-    ``alpha < 1`` it runs the explicit O(B*heads*N^2) path.
+    causal. The released iLLaMA weights were trained with it. It needs the full row normaliser; for
+    ``alpha < 1`` :func:`soft_mask_attention` computes it exactly with one SDPA call over every key twice
+    (no ``(B, heads, N, N)`` tensor is kept).
 
 Every mode also adds an optional ``attn_bias`` to the logits (a boolean key mask or a float bias such as a
 learnable decay), still through SDPA. Analysis reads the weights through each mixer's :class:`AttentionProbe`
@@ -27,7 +28,7 @@ under :func:`explicit_attention_mode`; nothing needs to patch a model.
 import functools
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -36,7 +37,7 @@ from torch import Tensor, nn
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .context import TokenLayout
-from .rope import apply_rotary
+from .rope import rotate_pairs
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
 
@@ -64,6 +65,36 @@ def soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.device,
     """Additive bias ``log S``: 0 on and below the diagonal, ``log(alpha)`` above it, shape ``(N, N)``."""
     with torch.inference_mode(False):
         return soft_causal_weights(num_tokens, alpha, device, dtype).log()
+
+
+@functools.lru_cache(maxsize=4)
+def soft_mask_key_bias(num_tokens: int, device: torch.device, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Logit bias ``(N, 2N)`` of :func:`soft_mask_attention`: query ``t`` sees the first copy of key ``s`` for
+    ``s <= t`` and the second copy for ``s > t`` (``-inf`` elsewhere). Cached and shared by every block (one
+    tensor kept for backward, not one per block); treat it as read-only."""
+    with torch.inference_mode(False):
+        past = torch.ones(num_tokens, num_tokens, device=device, dtype=torch.bool).tril()
+        visible = torch.cat((past, ~past), dim=1)
+        return torch.zeros(visible.shape, device=device, dtype=dtype).masked_fill_(~visible, float('-inf'))
+
+
+def soft_mask_attention(q: Tensor, k: Tensor, v: Tensor, alpha: float, attn_bias: Optional[Tensor] = None) -> Tensor:
+    """iLLaMA Eq. 2 ``(softmax(q k^T / sqrt(d) + bias) * (alpha + (1 - alpha) * tril)) v`` through SDPA.
+
+    Row ``t`` of the product is ``sum_{s<=t} P_ts v_s + alpha * sum_{s>t} P_ts v_s`` with ``P`` normalised over
+    all keys. That is one softmax over the ``2N`` keys ``[k; k]`` with values ``[v; alpha v]`` where query ``t``
+    sees the first copy of key ``s`` only for ``s <= t`` and the second only for ``s > t``: each key enters the
+    normaliser once, so outputs and gradients equal :func:`explicit_attention` with ``post_softmax_weights``.
+    Inputs ``(B, heads, N, head_dim)``; backward keeps the doubled ``k``/``v`` and one shared ``(N, 2N)`` bias,
+    never a ``(B, heads, N, N)`` tensor.
+    """
+    num_tokens = q.shape[-2]
+    bias = soft_mask_key_bias(num_tokens, q.device, q.dtype)
+    if attn_bias is not None:
+        bias = merge_bias(bias, torch.cat((attn_bias, attn_bias), dim=-1)
+                          if attn_bias.shape[-1] == num_tokens else attn_bias)
+    return F.scaled_dot_product_attention(q, torch.cat((k, k), dim=-2), torch.cat((v, v * alpha), dim=-2),
+                                          attn_mask=bias)
 
 
 _FORCE_EXPLICIT: ContextVar[bool] = ContextVar('mmcausal_explicit_attention', default=False)
@@ -141,14 +172,28 @@ def merge_bias(bias: Tensor, attn_bias: Optional[Tensor]) -> Tensor:
     return bias + attn_bias
 
 
+def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+    """Fused projections ``(B, N, 3, heads, head_dim)`` -> ``q, k, v`` ``(B, heads, N, head_dim)``, q and k rotated
+    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE).
+
+    The three stay token-major in memory, so SDPA's output is token-major too and merging the heads for the output
+    projection is a view, not a copy kept for backward. With RoPE, q and k rotate in one pass and v is copied:
+    backward then keeps 3 widths per token for q, k, v, not the rotated q, k plus the 3-wide fused output.
+    """
+    if rope_angles is None:
+        return qkv.permute(2, 0, 3, 1, 4).unbind(0)
+    q, k = rotate_pairs(qkv[:, :, :2], rope_angles.unsqueeze(-2).unsqueeze(-2)).permute(2, 0, 3, 1, 4).unbind(0)
+    return q, k, qkv[:, :, 2].contiguous().transpose(1, 2)
+
+
 def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: float = 0.,
                      attn_bias: Optional[Tensor] = None, probe: Optional[nn.Module] = None) -> Tensor:
     """Dispatch ``(B, heads, N, head_dim)`` q/k/v to the fastest path that implements ``mask_mode`` at ``alpha``.
 
     ``attn_bias`` (broadcastable to ``(B, heads, Nq, Nk)``) is added to the logits in every mode: a float bias
     (e.g. a learnable decay ``lambda_h (t - s)``) or a boolean mask (True = attend; window padding). Bidirectional
-    and causal attention with any bias stay on SDPA; only ``'official'`` at ``alpha < 1`` and
-    :func:`explicit_attention_mode` (with a ``probe``) take the explicit path.
+    and causal attention with any bias stay on SDPA (``'official'`` at ``alpha < 1`` through
+    :func:`soft_mask_attention`); only :func:`explicit_attention_mode` (with a ``probe``) takes the explicit path.
     """
     explicit = probe is not None and explicit_attention_requested()
     post_softmax_weights = None
@@ -158,10 +203,12 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: flo
         if alpha <= 0. and attn_bias is None and not explicit:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         logit_bias = merge_bias(soft_causal_logit_bias(q.shape[-2], alpha, q.device, q.dtype), attn_bias)
+    elif not explicit:
+        return soft_mask_attention(q, k, v, alpha, attn_bias)
     else:
         logit_bias = attn_bias
         post_softmax_weights = soft_causal_weights(q.shape[-2], alpha, q.device, q.dtype)
-    if explicit or post_softmax_weights is not None:
+    if explicit:
         return explicit_attention(q, k, v, logit_bias=logit_bias, post_softmax_weights=post_softmax_weights,
                                   probe=probe if explicit else None)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=logit_bias)
@@ -209,11 +256,7 @@ class SelfAttention(nn.Module):
             attn_bias: optional float bias / boolean mask, see :func:`masked_attention`.
         """
         batch, num_tokens, embed_dims = x.shape
-        q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        if rope_angles is not None:
-            # q and k become new tensors; copying v too lets the fused qkv output go before backward (attention
-            # then keeps 3 widths per token for q, k, v, not the rotated q, k plus the 3-wide qkv output)
-            q, k, v = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles), v.contiguous()
+        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles)
         out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, attn_bias, probe=self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 
@@ -223,4 +266,5 @@ class SelfAttention(nn.Module):
 
 __all__ = ['MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
            'explicit_attention_requested',
-           'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias']
+           'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias',
+           'soft_mask_attention', 'soft_mask_key_bias', 'split_heads']

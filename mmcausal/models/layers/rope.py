@@ -36,16 +36,23 @@ def apply_rotary(x: Tensor, angles: Tensor) -> Tensor:
         angles: ``(N, head_dim // 2)`` shared by the batch, or ``(B, N, head_dim // 2)`` per sample.
 
     Returns:
-        Tensor like ``x``: ``(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a)`` per pair, computed in
-        fp32 and cast back to ``x.dtype``.
+        Tensor like ``x``, see :func:`rotate_pairs`.
     """
-    if angles.dim() == 3:
-        angles = angles.unsqueeze(1)  # broadcast over heads
-    cos, sin = angles.cos(), angles.sin()
+    return rotate_pairs(x, angles.unsqueeze(1) if angles.dim() == 3 else angles)  # broadcast over heads
+
+
+def rotate_pairs(x: Tensor, angles: Tensor) -> Tensor:
+    """``(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a)`` for every channel pair of ``x`` ``(..., d)``,
+    with ``angles`` broadcastable to ``(..., d // 2)`` (any token layout).
+
+    One complex product ``(x0 + i x1) * exp(i a)`` in fp32, cast back to ``x.dtype``; with fixed angles backward
+    keeps only the ``exp(i a)`` table, never a copy of ``x``.
+    """
     pairs = x.float().unflatten(-1, (-1, 2))
-    x0, x1 = pairs.unbind(-1)
-    rotated = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
-    return rotated.flatten(-2).type_as(x)
+    if pairs.storage_offset() % 2 or any(stride % 2 for stride in pairs.stride()[:-1]) or pairs.stride(-1) != 1:
+        pairs = pairs.contiguous()  # a complex view needs whole (re, im) pairs
+    rotation = torch.polar(torch.ones_like(angles), angles)
+    return torch.view_as_real(torch.view_as_complex(pairs) * rotation).flatten(-2).type_as(x)
 
 
 def rope_angles_1d(positions: Tensor, freqs: Tensor) -> Tensor:

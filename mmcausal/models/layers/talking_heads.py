@@ -35,8 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.validation import check_choice
-from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested
-from .rope import apply_rotary
+from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested, split_heads
 
 TALKING_HEADS_IMPLS = ('auto', 'sdpa', 'explicit')
 
@@ -119,9 +118,7 @@ class TalkingHeadsAttention(SelfAttention):
                                        '(B, 1, Nq or 1, Nk): a float bias or a per-head mask would be mixed across '
                                        'heads.')
         batch, num_tokens, embed_dims = x.shape
-        q, k, v = self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        if rope_angles is not None:
-            q, k = apply_rotary(q, rope_angles), apply_rotary(k, rope_angles)
+        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles)
         explicit = self.impl == 'explicit' or (self.impl == 'auto' and num_tokens <= embed_dims)
         if explicit or explicit_attention_requested():
             out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe)
