@@ -12,6 +12,10 @@ Names patched in mmengine:
 * ``init_dist`` in ``mmengine.dist.utils``, ``mmengine.dist``, ``mmengine.runner.runner``,
   ``mmengine._strategy.distributed``                       -> :func:`patch_init_dist_for_cpu`
 * ``MMDistributedDataParallel.__init__``                   -> :func:`patch_ddp_for_cpu`
+* ``MMFullyShardedDataParallel.__init__``                  -> :func:`patch_fsdp_for_cpu`
+* ``FSDPStrategy.optim_state_dict``, ``.load_optim_state_dict``
+                                                           -> :func:`patch_fsdp_optimizer_state`
+* ``FSDPStrategy.build_optim_wrapper``                     -> :func:`patch_fsdp_gradient_clipping`
 * ``_is_builtin_module`` in ``mmengine.config.utils`` and ``mmengine.config.config``
                                                            -> :func:`patch_builtin_module_check`
 * ``is_installed``/``get_installed_path`` in ``mmengine.utils.package_utils``, ``mmengine.utils``,
@@ -34,7 +38,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 from mmengine.device import get_device
-from mmengine.model import MMDistributedDataParallel
+from mmengine.model import MMDistributedDataParallel, MMFullyShardedDataParallel
 from mmengine.runner import CheckpointLoader
 
 from mmcausal.utils.checkpoint_loading import load_checkpoint_file
@@ -192,6 +196,113 @@ def patch_ddp_for_cpu() -> None:
     MMDistributedDataParallel.__init__ = __init__
 
 
+def patch_fsdp_for_cpu() -> None:
+    """Give FSDP the CPU as its device when ``FSDPStrategy`` shards a model on a host without an accelerator.
+
+    Breaks: ``FSDPStrategy._wrap_model`` (mmengine 0.10.7 ``_strategy/fsdp.py:154-157``) always passes
+    ``device_id=int(LOCAL_RANK)``, which torch turns into an accelerator device, and without a ``device_id``
+    torch >= 2.4 refuses a CPU module ("FSDP needs a non-CPU accelerator device, but no accelerator device is
+    detected", ``fsdp/_init_utils.py``). An explicit ``device_id=torch.device('cpu')`` is supported: FSDP then
+    shards, all-gathers and reduce-scatters on CPU over gloo (how the sharded-training test runs). On a CPU
+    host this shim replaces an integer ``device_id`` by the CPU. No upstream fix; delete when mmengine
+    passes the strategy's device.
+    """
+    init = MMFullyShardedDataParallel.__init__
+    if _is_shim(init):
+        return
+
+    @functools.wraps(init)
+    def __init__(self, module: torch.nn.Module, *args, **kwargs) -> None:
+        if get_device() == 'cpu' and isinstance(kwargs.get('device_id'), int):
+            kwargs['device_id'] = torch.device('cpu')
+        init(self, module, *args, **kwargs)
+
+    setattr(__init__, _SHIM_FLAG, True)
+    MMFullyShardedDataParallel.__init__ = __init__
+
+
+# --------------------------------------------------------------------------------------------------
+# S6. Sharded training (FSDPStrategy of the FlexibleRunner)
+# --------------------------------------------------------------------------------------------------
+#: what an optimizer's own ``state_dict`` holds; an optimizer wrapper adds its entries next to them
+_OPTIMIZER_KEYS = ('state', 'param_groups')
+
+
+def patch_fsdp_optimizer_state() -> None:
+    """Save and load the optimizer state of an ``FSDPStrategy`` run so that it resumes, with the wrapper's state.
+
+    Breaks: ``FSDPStrategy.load_optim_state_dict`` (mmengine 0.10.7 ``_strategy/fsdp.py:410``, unchanged on
+    ``main``) calls ``FSDP.optim_state_dict_to_load(state_dict, model, optimizer)``, the torch 2.0 order;
+    torch >= 2.1 (pytorch/pytorch#96534) takes ``(model, optim, optim_state_dict)``, so every resume of an
+    ``FSDPStrategy`` run fails with ``TypeError: unhashable type: 'dict'``. And ``optim_state_dict``
+    (``:345``) hands FSDP the optimizer *wrapper*, whose state FSDP rebuilds from the optimizer's alone: the
+    wrapper's own entries are lost (``AmpOptimWrapper``'s loss scale, so a resumed AMP run starts again from
+    the initial scale; ``base_param_settings``, so it logs a wrong ``base_lr``). This shim passes the
+    arguments by name, gives FSDP the optimizer and keeps the wrapper's entries next to FSDP's state, where
+    ``OptimWrapper.load_state_dict`` expects them. Delete when mmengine does both.
+    """
+    from mmengine._strategy import FSDPStrategy
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    if _is_shim(FSDPStrategy.load_optim_state_dict):
+        return
+
+    @functools.wraps(FSDPStrategy.optim_state_dict)
+    def optim_state_dict(self) -> dict:
+        wrapper_entries = {key: value for key, value in self.optim_wrapper.state_dict().items()
+                           if key not in _OPTIMIZER_KEYS}
+        return {**FullyShardedDataParallel.optim_state_dict(self.model, self.optim_wrapper.optimizer),
+                **wrapper_entries}
+
+    @functools.wraps(FSDPStrategy.load_optim_state_dict)
+    def load_optim_state_dict(self, state_dict: dict) -> None:
+        optimizer_state = {key: state_dict[key] for key in _OPTIMIZER_KEYS}
+        wrapper_entries = {key: value for key, value in state_dict.items() if key not in _OPTIMIZER_KEYS}
+        optimizer_state = FullyShardedDataParallel.optim_state_dict_to_load(
+            model=self.model, optim=self.optim_wrapper.optimizer, optim_state_dict=optimizer_state)
+        self.optim_wrapper.load_state_dict({**optimizer_state, **wrapper_entries})
+
+    for method in (optim_state_dict, load_optim_state_dict):
+        setattr(method, _SHIM_FLAG, True)
+        setattr(FSDPStrategy, method.__name__, method)
+
+
+def _clip_sharded_grad_norm(model: torch.nn.Module, params: Any, max_norm: float,
+                            norm_type: float = 2.) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` for the FSDP root ``model``, whose gradient shards ``params`` are."""
+    return model.clip_grad_norm_(max_norm, norm_type)
+
+
+def patch_fsdp_gradient_clipping() -> None:
+    """Clip gradients by the norm of the whole model, not of each rank's shard, under ``FSDPStrategy``.
+
+    Breaks: ``OptimWrapper`` clips with ``torch.nn.utils.clip_grad_norm_`` over the optimizer's parameters
+    (mmengine 0.10.7 ``optim/optimizer/optimizer_wrapper.py:285-298``), which under FSDP are the rank's shards:
+    every rank computes the norm of its own shard and scales its part of the gradient by its own factor (the
+    logged ``grad_norm`` differs between ranks). ``FSDPStrategy.build_optim_wrapper`` (unchanged on ``main``)
+    leaves it so. This shim makes the wrappers it builds clip through the root FSDP module's ``clip_grad_norm_``,
+    which reduces the norm over all ranks (value clipping is element-wise and stays as it is). Delete when
+    mmengine clips FSDP models through FSDP.
+    """
+    from mmengine._strategy import FSDPStrategy
+    from mmengine.optim import OptimWrapperDict
+
+    build = FSDPStrategy.build_optim_wrapper
+    if _is_shim(build):
+        return
+
+    @functools.wraps(build)
+    def build_optim_wrapper(self, optim_wrapper: Any, model: Optional[torch.nn.Module] = None) -> Any:
+        built = build(self, optim_wrapper, model)
+        for wrapper in built.values() if isinstance(built, OptimWrapperDict) else [built]:
+            if getattr(wrapper, 'clip_func', None) is torch.nn.utils.clip_grad_norm_:
+                wrapper.clip_func = functools.partial(_clip_sharded_grad_norm, model)
+        return built
+
+    setattr(build_optim_wrapper, _SHIM_FLAG, True)
+    FSDPStrategy.build_optim_wrapper = build_optim_wrapper
+
+
 # --------------------------------------------------------------------------------------------------
 # S3. Config parser: standard-library detection on Python >= 3.11 / virtualenvs
 # --------------------------------------------------------------------------------------------------
@@ -278,6 +389,9 @@ def apply_all() -> None:
     patch_checkpoint_loading()
     patch_init_dist_for_cpu()
     patch_ddp_for_cpu()
+    patch_fsdp_for_cpu()
+    patch_fsdp_optimizer_state()
+    patch_fsdp_gradient_clipping()
     patch_builtin_module_check()
     patch_package_lookup()
 

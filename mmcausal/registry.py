@@ -17,6 +17,7 @@ registry would win). ``tests/test_registry.py`` checks every mmcausal name from 
 from mmengine.registry import (
     DATA_SAMPLERS,
     DATASETS,
+    FUNCTIONS,
     HOOKS,
     LOOPS,
     METRICS,
@@ -26,5 +27,6 @@ from mmengine.registry import (
 )
 
 __all__ = [
-    'MODELS', 'HOOKS', 'DATASETS', 'DATA_SAMPLERS', 'LOOPS', 'METRICS', 'TRANSFORMS', 'OPTIM_WRAPPER_CONSTRUCTORS'
+    'MODELS', 'HOOKS', 'DATASETS', 'DATA_SAMPLERS', 'FUNCTIONS', 'LOOPS', 'METRICS', 'TRANSFORMS',
+    'OPTIM_WRAPPER_CONSTRUCTORS'
 ]

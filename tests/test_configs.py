@@ -223,6 +223,7 @@ def _defocus(lr, epochs, warmup, layers, batch):  # notes B3: AdamW wd 0.05, war
 #: official recipes that clip gradients (the De-focus code: max norm 10); every other recipe does not clip
 CLIP_GRAD = {'defocus/defocus-mamba-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
              'defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py': dict(max_norm=10.0),
+             'defocus/defocus-mamba-large_8xb32-fsdp-20e_in21k-pre_in1k-384px.py': dict(max_norm=10.0),
              # the paper-derived ViT / RetNet take the released Mamba recipe (no code exists for them)
              'defocus/defocus-vit-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
              'defocus/defocus-retnet-base_8xb64-300e_in1k.py': dict(max_norm=10.0)}
@@ -237,6 +238,8 @@ LR_MULT = {name: {'backbone': 0.1, 'sampling_offsets': 0.1, 'reference_points': 
 RECIPES = {
     'defocus/defocus-mamba-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 24, 512),
     'defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py': _defocus(2e-5 * 256 / 512, 20, 2, 48, 256),
+    # the sharded (FSDP) variants of the Large models keep their recipes (tests/test_engine/test_sharded_training.py)
+    'defocus/defocus-mamba-large_8xb32-fsdp-20e_in21k-pre_in1k-384px.py': _defocus(2e-5 * 256 / 512, 20, 2, 48, 256),
     'defocus/defocus-vit-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
     'defocus/defocus-retnet-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
     # notes B4: AdamW 2e-4, wd 1e-4, 8 x 2 images, lr x 0.1 at the steps, fp32
@@ -261,6 +264,8 @@ RECIPES = {
     'vision_llama/mae_vision-llama-base-p16_8xb512-amp-coslr-1600e_in1k.py': _mae(1600, 'base'),
     'vision_llama/mae_vision-llama-large-p16_8xb512-amp-coslr-800e_in1k.py': _mae(800, 'large'),
     'vision_llama/mae_vision-llama-large-p16_8xb512-amp-coslr-1600e_in1k.py': _mae(1600, 'large'),
+    'vision_llama/mae_vision-llama-large-p16_8xb512-amp-fsdp-coslr-800e_in1k.py': _mae(800, 'large'),
+    'vision_llama/mae_vision-llama-large-p16_8xb512-amp-fsdp-coslr-1600e_in1k.py': _mae(1600, 'large'),
     # Table 15 (MAE's per-256 base lr 1e-3): Large 4e-3 = official; Base 2e-3 = the official Base config
     'vision_llama/vision-llama-base-p16_8xb128-coslr-100e_in1k.py':
         ('mmpretrain', 'AdamW', 2e-3, 0.05, ADAMW, 0.45, 12, 1024,
@@ -280,6 +285,7 @@ RECIPES = {
     **{f'cait/cait-{a}_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 'xxs36', 'xs24', 's24', 's36')},
     'cait/cait-m36_32xb8-60e_in1k-384px.py': _cait_finetune(),
     'cait/cait-m48_32xb8-60e_in1k-448px.py': _cait_finetune(),
+    'cait/cait-m48_32xb8-fsdp-60e_in1k-448px.py': _cait_finetune(),
     # ours: the iLLaMA-S recipe (Table 13) with a CaiT class-attention tail as the pooling
     'cait/illama-small-p16_ca-pool_32xb128_in1k.py': _imagenet(5),
     # ours (no paper result): the VisionLLaMA UperNet recipe with mmseg's 24-block layer decay (BEiT-L's 0.95)
@@ -462,6 +468,7 @@ CAIT_IN1K = {
     'cait-s36_8xb32-60e_in1k-384px.py': ('s36', 384, 384, 0.2, 1e-6),
     'cait-m36_32xb8-60e_in1k-384px.py': ('m36', 384, 768, 0.3, 1e-6),
     'cait-m48_32xb8-60e_in1k-448px.py': ('m48', 448, 768, 0.3, 1e-6),
+    'cait-m48_32xb8-fsdp-60e_in1k-448px.py': ('m48', 448, 768, 0.3, 1e-6),
 }
 
 
@@ -521,7 +528,10 @@ def test_cait_imagenet_recipe(name):
     else:  # deit #108: decay-epochs 10, decay-rate 0.5 (timm's step schedule, per epoch), from the 224 px model
         assert (main.step_size, main.gamma, main.by_epoch, main.get('convert_to_iter_based', False)) == (
             10, 0.5, True, False)
-        assert cfg.load_from == f'work_dirs/cait-{arch}_8xb128-400e_in1k/epoch_400.pth'
+        # the sharded variant starts from it through the model's init (FSDPStrategy's load_from is sharded)
+        sharded = cfg.get('runner_type') == 'FlexibleRunner'
+        start = cfg.model.init_cfg.checkpoint if sharded else cfg.load_from
+        assert start == f'work_dirs/cait-{arch}_8xb128-400e_in1k/epoch_400.pth'
 
 
 @pytest.mark.parametrize('name,init', [('cait-xxs36_8xb128-400e_in1k.py', 1e-5), ('cait-s36_8xb32-60e_in1k-384px.py',

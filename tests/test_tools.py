@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Dict, List
 
 import pytest
 import torch
@@ -89,23 +90,51 @@ def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, co
     run_command([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options, *data])
 
 
-def test_backbone_memory_tool_measures_each_size_in_its_own_process():
-    config = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/backbone_memory.py', config, '--sizes', '64', '128'],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+def _benchmark_table(*arguments: str) -> List[Dict[str, str]]:
+    """Run tools/analysis_tools/benchmark.py; its Markdown table as one dict per row (keys: the header)."""
+    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', *arguments], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    rows = [line.split() for line in result.stdout.strip().splitlines()[1:]]
-    assert [row[0] for row in rows] == ['64', '128'] and float(rows[1][1]) == 4.0
-    assert all(float(row[2]) > 0 for row in rows)
+    header, _, *rows = (line.strip('|').split('|') for line in result.stdout.strip().splitlines())
+    return [{name.strip(): value.strip() for name, value in zip(header, row)} for row in rows]
+
+
+def test_benchmark_tool_measures_what_backward_keeps_linear_in_the_tokens():
+    """ViTDet's global blocks go through SDPA: 4x the tokens keep at most ~4x the activations for backward (an
+    explicit N x N attention would keep ~16x in those blocks); sizes may be HxW."""
+    config = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+    rows = _benchmark_table(config, '--sizes', '64', '64x256', '--backbone-only', '--train', '--repeats', '1')
+    assert [row['size'] for row in rows] == ['64', '64x256']
+    small, large = (float(row['saved MiB']) for row in rows)
+    assert 3. < large / small < 4.5, rows
 
 
 def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
     cait = 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py'
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', cait,
-                             f'{cait}+model.backbone.attn_impl=explicit', '--sizes', '64', '--backbone-only', '--train',
-                             '--repeats', '1'], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    rows = [line.strip('|').split('|') for line in result.stdout.strip().splitlines()[2:]]
-    assert [row[0].strip() for row in rows] == [f'`{cait}`', f'`{cait}+model.backbone.attn_impl=explicit`']
-    assert rows[0][2] == rows[1][2]  # same parameters: only the attention path differs
-    assert float(rows[0][7]) == 1.0 and all(float(row[5]) > 0 and float(row[3]) > 0 for row in rows)
+    rows = _benchmark_table(cait, f'{cait}+model.backbone.attn_impl=explicit', '--sizes', '64', '--backbone-only',
+                            '--train', '--repeats', '1')
+    assert [row['config'] for row in rows] == [f'`{cait}`', f'`{cait}+model.backbone.attn_impl=explicit`']
+    assert rows[0]['params (M)'] == rows[1]['params (M)']  # same parameters: only the attention path differs
+    assert float(rows[0]['time x']) == 1.0 and float(rows[0]['saved x']) == 1.0
+    assert all(float(row['peak MiB']) > 0 and float(row['images/s']) > 0 and float(row['saved MiB']) > 0
+               for row in rows)
+
+
+def test_benchmark_amp_runs_the_step_in_bfloat16():
+    """``--amp``: the timed step runs under bf16 autocast (the attention inputs are bf16), fp32 without it."""
+    spec = importlib.util.spec_from_file_location('benchmark_tool', ROOT / 'tools/analysis_tools/benchmark.py')
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(args[0].dtype)
+        return sdpa(*args, **kwargs)
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.nn.functional, 'scaled_dot_product_attention', record)
+        for amp in (False, True):
+            row = benchmark.measure(CLS, '64', 1, 1, backbone_only=True, train=True, device='cpu', amp=amp)
+            assert row['ms'] > 0 and row['params'] > 0
+    assert seen and {seen[0], seen[-1]} == {torch.float32, torch.bfloat16}

@@ -21,7 +21,7 @@ from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Test (and evaluate) a model')
     parser.add_argument('config', help='test config file path')
-    parser.add_argument('checkpoint', help='checkpoint file (local path or URL)')
+    parser.add_argument('checkpoint', help='checkpoint file (local path or URL), or a sharded checkpoint\'s directory')
     parser.add_argument('--out', help='also dump the raw predictions to this .pkl file')
     add_common_arguments(parser)
     args = parser.parse_args(argv)

@@ -3,6 +3,10 @@
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--auto-scale-lr]
                                  [--cfg-options k=v ...] [--launcher none|pytorch|slurm|mpi] [--debug]
     bash tools/dist_train.sh CONFIG GPUS [args]      # distributed; on CPU-only hosts it uses gloo
+    torchrun --nnodes N --node_rank R --master_addr HOST --nproc_per_node 8 tools/train.py CONFIG --launcher pytorch
+
+A config with ``runner_type = 'FlexibleRunner'`` (the ``*-fsdp-*`` configs of the Large models) gets mmengine's
+``FlexibleRunner`` and its ``strategy`` (FSDP sharding); ``--resume`` then takes a sharded checkpoint directory.
 
 A mistake in the config, data or checkpoint ends with one line saying what to change (exit status 1);
 ``--debug`` shows its full traceback instead.

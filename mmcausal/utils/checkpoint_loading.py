@@ -4,10 +4,11 @@ Every checkpoint mmcausal (and, through :mod:`mmcausal.compat`, mmengine's ``Che
 unpickled by torch's weights-only unpickler, which rebuilds tensors and plain containers only. On top of
 torch's own set it may build exactly the classes in :func:`allowed_globals`: what the checkpoints of an
 mmengine ``Runner`` for mmpretrain / mmseg / mmdet hold (``HistoryBuffer`` in the message hub, numpy arrays,
-scalars and dtypes in it) and ``argparse.Namespace`` (the ``args`` of official iLLaMA / deit files). The
-list was found by saving real checkpoints of the twin configs (``tests/test_utils/test_checkpoint_loading.py`` checks
-that every global they pickle is on it) and is applied with ``torch.serialization.safe_globals``, i.e. only
-inside these loaders, never process-wide.
+scalars and dtypes in it), torch's ``ShardedTensor`` and its metadata (the per-rank checkpoints of sharded FSDP
+training) and ``argparse.Namespace`` (the ``args`` of official iLLaMA / deit files). The list was found by saving
+real checkpoints of the twin configs (``tests/test_utils/test_checkpoint_loading.py`` and, for sharded ones,
+``tests/test_engine/test_sharded_training.py`` check that every global they pickle is on it) and is applied
+with ``torch.serialization.safe_globals``, i.e. only inside these loaders, never process-wide.
 
 Anything else is refused with :class:`UnsafeCheckpointError`, naming the classes. The one opt-in is the
 environment variable ``MMCAUSAL_UNSAFE_LOAD``: a list of files (paths or URLs, separated by ``os.pathsep``)
@@ -45,19 +46,45 @@ class UnsafeCheckpointError(UserInputError, pickle.UnpicklingError):
     """A checkpoint pickles classes that are neither torch's nor on mmcausal's allow-list."""
 
 
-def _history_buffer_method(owner: Any, name: str) -> Any:
+def _allowed_attribute(owner: Any, name: str) -> Any:
     """``builtins.getattr`` as Runner checkpoints use it, and nothing more.
 
-    ``torch.save`` pickles with protocol 2, which stores the functions in ``HistoryBuffer``'s statistics
-    table (``HistoryBuffer.min`` ...) as ``getattr(HistoryBuffer, 'min')``. Only that is answered: a
-    function defined on ``HistoryBuffer`` that is a statistic (the four defaults, which a fresh process has
-    not registered yet, or a registered one). A real ``getattr`` would reach anything.
+    ``torch.save`` pickles with protocol 2, which stores a function or nested class as ``getattr(owner, name)``:
+    the functions in ``HistoryBuffer``'s statistics table (``getattr(HistoryBuffer, 'min')`` ...) and, in the
+    per-rank checkpoints of sharded (FSDP) training, ``ShardedTensor.ProcessGroupState``. Only these are answered:
+    a function defined on ``HistoryBuffer`` that is a statistic (the four defaults, which a fresh process has
+    not registered yet, or a registered one), and that named tuple. A real ``getattr`` would reach anything.
     """
     from mmengine.logging import HistoryBuffer
     statistics = {'min', 'max', 'current', 'mean', *HistoryBuffer._statistics_methods}  # filled lazily
     if owner is HistoryBuffer and name in statistics and inspect.isfunction(vars(HistoryBuffer).get(name)):
         return vars(HistoryBuffer)[name]
+    if name == 'ProcessGroupState' and torch.distributed.is_available():
+        from torch.distributed._shard.sharded_tensor.api import ShardedTensor
+        if owner is ShardedTensor:
+            return ShardedTensor.ProcessGroupState
     raise pickle.UnpicklingError(f'getattr({owner!r}, {name!r}) is not allowed in a checkpoint')
+
+
+def _sharded_tensor_globals() -> Tuple[Any, ...]:
+    """torch's sharded-tensor containers, which the per-rank checkpoints of sharded training pickle (mmengine's
+    ``FSDPStrategy`` with ``state_dict_cfg='local'``); empty without ``torch.distributed``. They are data classes
+    that validate their fields (``ShardedTensor`` also the saved ranks and world size against the running process
+    group) when they are rebuilt."""
+    if not torch.distributed.is_available():
+        return ()
+    from torch.distributed._shard.metadata import ShardMetadata
+    from torch.distributed._shard.sharded_tensor.api import ShardedTensor
+    from torch.distributed._shard.sharded_tensor.metadata import (
+        MEM_FORMAT_ENCODING,
+        ShardedTensorMetadata,
+        TensorProperties,
+    )
+    from torch.distributed._shard.sharded_tensor.shard import Shard
+    from torch.distributed._shard.sharding_spec import ChunkShardingSpec, EnumerableShardingSpec
+    from torch.distributed.remote_device import _remote_device
+    return (ShardedTensor, ShardedTensor.ProcessGroupState, ShardedTensorMetadata, TensorProperties,
+            MEM_FORMAT_ENCODING, Shard, ShardMetadata, ChunkShardingSpec, EnumerableShardingSpec, _remote_device)
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,8 +92,9 @@ def allowed_globals() -> Tuple[Any, ...]:
     """What mmcausal's loader may build beyond torch's weights-only set (``safe_globals`` entries).
 
     Each is harmless to build: numpy's array / scalar / dtype constructors, ``argparse.Namespace`` (a
-    plain attribute bag), mmengine's ``HistoryBuffer`` (a data class, rebuilt by ``__dict__`` update) and,
-    under the name ``builtins.getattr``, :func:`_history_buffer_method`.
+    plain attribute bag), mmengine's ``HistoryBuffer`` (a data class, rebuilt by ``__dict__`` update), torch's
+    sharded-tensor containers (:func:`_sharded_tensor_globals`) and, under the name ``builtins.getattr``,
+    :func:`_allowed_attribute`.
     """
     import numpy as np
     from mmengine.logging import HistoryBuffer
@@ -80,8 +108,8 @@ def allowed_globals() -> Tuple[Any, ...]:
                             for package in ('numpy.core', 'numpy._core'))
     # a dtype is rebuilt by BUILD on an instance of its class (``numpy.dtypes.Float64DType`` ...)
     dtype_classes = tuple(type(np.dtype(code)) for code in '?bBhHiIlLqQefdgFDGSUVOMm')
-    return (HistoryBuffer, (_history_buffer_method, 'builtins.getattr'), argparse.Namespace, np.ndarray,
-            np.dtype) + dtype_classes + numpy_functions
+    return (HistoryBuffer, (_allowed_attribute, 'builtins.getattr'), argparse.Namespace, np.ndarray,
+            np.dtype) + dtype_classes + numpy_functions + _sharded_tensor_globals()
 
 
 def _entry_names() -> List[str]:
@@ -221,9 +249,9 @@ def _placeholder_class(qualified_name: str) -> type:
 
 
 def _placeholder_getattr(owner: Any, name: str) -> Any:
-    """``getattr`` during extraction: the allowed ``HistoryBuffer`` lookups, else a placeholder."""
+    """``getattr`` during extraction: the allowed lookups (:func:`_allowed_attribute`), else a placeholder."""
     try:
-        return _history_buffer_method(owner, name)
+        return _allowed_attribute(owner, name)
     except pickle.UnpicklingError:
         return _placeholder_class(f'{getattr(owner, "qualified_name", type(owner).__name__)}.{name}')
 

@@ -87,10 +87,32 @@ def check_common_arguments(parser: argparse.ArgumentParser, args: argparse.Names
         parser.error(f'config file not found: {args.config}')
 
 
+def is_checkpoint(path: str) -> bool:
+    """Whether the local ``path`` is a checkpoint file or a sharded checkpoint: the directory of per-rank files
+    (``rank0.pth`` ...) that sharded training (``FSDPStrategy``, ``state_dict_cfg='local'``) saves."""
+    return osp.isfile(path) or osp.isfile(osp.join(path, 'rank0.pth'))
+
+
 def check_checkpoint_argument(parser: argparse.ArgumentParser, path: str, what: str = 'checkpoint') -> None:
     """Reject a local checkpoint path that does not exist (URLs are left to the loader)."""
-    if '://' not in path and not osp.isfile(path):
+    if '://' not in path and not is_checkpoint(path):
         parser.error(f'{what} not found: {path}')
+
+
+def read_config(path: str, cfg_options: Optional[dict] = None, **settings: Any) -> Config:
+    """Load the config file ``path``, set ``settings`` (e.g. ``launcher``) and merge ``cfg_options``; a file that
+    cannot be loaded or options that cannot be merged raise :class:`ConfigError`."""
+    try:
+        cfg = Config.fromfile(path)
+    except (SyntaxError, FileNotFoundError, ImportError) as error:  # the config or one of its _base_ files
+        raise ConfigError(f'{path} could not be loaded: {error}') from error
+    cfg.merge_from_dict(settings)
+    if cfg_options is not None:
+        try:
+            cfg.merge_from_dict(cfg_options)
+        except (TypeError, KeyError) as error:
+            raise ConfigError(f'--cfg-options could not be merged into {path}: {error}') from error
+    return cfg
 
 
 def load_config(args: argparse.Namespace) -> Config:
@@ -100,16 +122,7 @@ def load_config(args: argparse.Namespace) -> Config:
     loaded or merged ends the program with one line (:func:`user_errors_end_in_one_line`).
     """
     with user_errors_end_in_one_line():
-        try:
-            cfg = Config.fromfile(args.config)
-        except (SyntaxError, FileNotFoundError, ImportError) as error:  # the config or one of its _base_ files
-            raise ConfigError(f'{args.config} could not be loaded: {error}') from error
-        cfg.launcher = args.launcher
-        if args.cfg_options is not None:
-            try:
-                cfg.merge_from_dict(args.cfg_options)
-            except (TypeError, KeyError) as error:
-                raise ConfigError(f'--cfg-options could not be merged into {args.config}: {error}') from error
+        cfg = read_config(args.config, args.cfg_options, launcher=args.launcher)
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
@@ -138,7 +151,7 @@ def check_pretrained_paths(cfg: Config) -> None:
     if cfg.get('load_from'):
         paths.append(('load_from', cfg.load_from))
     for key, path in paths:
-        if '://' not in path and not osp.isfile(path):
+        if '://' not in path and not (is_checkpoint(path) if key == 'load_from' else osp.isfile(path)):
             raise PretrainedNotFoundError(
                 f'{key} = {path!r} does not exist. Produce it first (pre-training run or a converter in '
                 f'tools/model_converters/) or point to it with --cfg-options {key}=PATH.')
@@ -230,10 +243,23 @@ def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> I
             yield name, getattr(runner, loop).dataloader.dataset
 
 
+def check_sharded_load_from(cfg: Config) -> None:
+    """Raise :class:`ConfigError` when a sharded run is to load a single-file checkpoint: ``FSDPStrategy`` with
+    per-rank checkpoints (``state_dict_cfg='local'``, its default) reads ``load_from`` as a directory of them."""
+    strategy, path = cfg.get('strategy') or {}, cfg.get('load_from')
+    if strategy.get('type') == 'FSDPStrategy' and strategy.get('state_dict_cfg', 'local') == 'local' and path \
+            and osp.isfile(path):
+        raise ConfigError(
+            f'{path} is a single checkpoint file, but the sharded strategy (FSDPStrategy) loads sharded checkpoints '
+            "(directories of rank*.pth files). Start a sharded run from it with model.init_cfg=dict(type='Pretrained', "
+            'checkpoint=...); test it with the unsharded config.')
+
+
 def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
         check_pretrained: bool = True) -> None:
-    """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner and
-    its datasets, check them, and call ``action(runner)``; user-input errors end the program with one line
+    """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner (the
+    ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``) and its datasets, check them,
+    and call ``action(runner)``; user-input errors end the program with one line
     (:func:`user_errors_end_in_one_line`). All checks run before training, so a bad input found by them leaves
     nothing in the work dir that a later ``--resume`` would read.
     """
@@ -242,6 +268,7 @@ def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], obje
         check_dataset_files(cfg, dataloaders)
         if check_pretrained:
             check_pretrained_paths(cfg)
+        check_sharded_load_from(cfg)
         runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
         check_built_datasets(list(built_datasets(runner, cfg, dataloaders)))
         runner.register_hook(EmptyDetectionsHook())  # a detector that predicts nothing says so

@@ -3,6 +3,7 @@
 The end-to-end tests train a tiny VisionLLaMA classifier briefly on the embedded shapes data (64 px, an 8x8
 token grid), then evaluate it at 64/96/128 px under the three position schemes.
 """
+import csv
 import importlib.util
 import json
 import os
@@ -84,7 +85,7 @@ def test_table_over_sizes_and_rope_modes(trained, shapes_root, tmp_path):
     out = tmp_path / 'results.json'
     result = subprocess.run(
         [sys.executable, str(SCRIPT), str(config), str(checkpoint), '--sizes', '64', '96', '128',
-         '--rope-modes', '1d', '2d', 'as2d', '--max-batches', '1', '--out', str(out),
+         '--rope-modes', '1d', '2d', 'as2d', '--max-batches', '1', '--out', str(out), '--out-dir', str(tmp_path),
          '--work-dir', str(tmp_path / 'work'), '--cfg-options', _data_option(shapes_root)],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -104,6 +105,12 @@ def test_table_over_sizes_and_rope_modes(trained, shapes_root, tmp_path):
     for mode, values in top1.items():  # the table prints what the JSON holds
         row = next(line for line in table if line.split('|')[1].strip() == mode)
         assert [cell.strip() for cell in row.split('|')[2:5]] == [f'{values[s]:.2f}' for s in ('64', '96', '128')]
+    # --out-dir: the same numbers drawn and tabled
+    assert (tmp_path / 'top1_vs_resolution.png').stat().st_size > 1000
+    with open(tmp_path / 'top1_vs_resolution.csv') as file:
+        rows = list(csv.DictReader(file))
+    assert {(row['rope'], row['size']): float(row['top1']) for row in rows} == pytest.approx(
+        {(mode, size): value for mode, values in top1.items() for size, value in values.items()}, abs=1e-4)
 
 
 @pytest.mark.e2e

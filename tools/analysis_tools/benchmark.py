@@ -1,16 +1,21 @@
 """Time and memory of one or more configs' models side by side, every case in a fresh process (CPU or CUDA).
 
-    python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512] [--batch 1] [--repeats 3]
-        [--backbone-only] [--train] [--device cpu|cuda]
+    python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512 800x1216] [--batch 1] [--repeats 3]
+        [--backbone-only] [--train] [--amp] [--device cpu|cuda]
 
 A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1k.py``) or either with overrides
 after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
 size) case builds the model (``--backbone-only``: just ``model.backbone``) from random weights, runs one warm-up
-step and ``--repeats`` timed steps on random ``(batch, 3, size, size)`` images: a forward (inference, no grad) or,
-with ``--train``, a training-mode forward + backward of the summed mean squares of the outputs. Reported: images/s,
-peak memory (the process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part of it above the built model
-("activation": activations and temporaries, and with ``--train`` the gradients) and the parameter count, with ratios
-to the first config at the same size, as a Markdown table. Example (the CaiT README's table)::
+step and ``--repeats`` timed steps on random ``(batch, 3, H, W)`` images (a size is ``S`` or ``HxW``): a forward
+(inference, no grad) or, with ``--train``, a training-mode forward + backward of the summed mean squares of the
+outputs. Reported: images/s, peak memory (the process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part
+of it above the built model ("activation": activations and temporaries, and with ``--train`` the gradients; RSS
+depends on the allocator, expect 5-10 % between runs), with ``--train`` the exact size of what autograd keeps for
+backward ("saved": distinct storages reached by saved-tensor hooks, parameters excluded; measured on an extra forward
+after the timed steps) and the parameter count, with ratios to the first config at the same size, as a Markdown
+table. ``--amp`` runs every step under ``torch.autocast`` in
+bfloat16 (what the AMP configs train in on GPUs: SDPA then takes the flash / memory-efficient kernels; bf16 needs no
+loss scaling); without it everything is fp32. Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
@@ -24,7 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 
@@ -64,21 +69,47 @@ def _outputs(model: torch.nn.Module, images: torch.Tensor, backbone_only: bool):
     return outs if isinstance(outs, (tuple, list)) else (outs, )
 
 
-def measure(spec: str, size: int, batch: int, repeats: int, backbone_only: bool, train: bool, device: str) -> dict:
-    """One case (see the module docstring)."""
+def saved_for_backward(model: torch.nn.Module, forward) -> int:
+    """Bytes of the distinct non-parameter storages autograd keeps for the backward of ``forward()``."""
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: Dict[int, int] = {}
+
+    def record(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(record, lambda tensor: tensor):
+        forward()
+    return sum(saved.values())
+
+
+def parse_size(text: str) -> Tuple[int, int]:
+    """``'224'`` -> ``(224, 224)``; ``'800x1216'`` -> ``(800, 1216)`` (H x W)."""
+    parts = text.lower().split('x')
+    if len(parts) > 2 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(f'sizes are S or HxW with positive integers, got {text!r}')
+    return int(parts[0]), int(parts[-1])
+
+
+def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool, train: bool, device: str,
+            amp: bool = False) -> dict:
+    """One case (see the module docstring); ``size`` is ``S`` or ``HxW``."""
     torch.manual_seed(0)
     model = build_model(spec, backbone_only).to(device)
     model.train(train)  # not chained: some upstream backbones' train() returns None
     params = sum(p.numel() for p in model.parameters())
-    images = torch.randn(batch, 3, size, size, device=device)
+    images = torch.randn(batch, 3, *parse_size(size), device=device)
 
     def step() -> None:
-        if train:
-            sum(out.float().square().mean() for out in _outputs(model, images, backbone_only)).backward()
-            model.zero_grad(set_to_none=True)
-        else:
-            with torch.no_grad():
-                _outputs(model, images, backbone_only)
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
+            if train:
+                sum(out.float().square().mean() for out in _outputs(model, images, backbone_only)).backward()
+                model.zero_grad(set_to_none=True)
+            else:
+                with torch.no_grad():
+                    _outputs(model, images, backbone_only)
         if device == 'cuda':
             torch.cuda.synchronize()
 
@@ -96,48 +127,65 @@ def measure(spec: str, size: int, batch: int, repeats: int, backbone_only: bool,
         step()
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
-    return dict(spec=spec, size=size, params=params, images_per_s=batch / seconds, ms=seconds * 1e3,
-                peak_mib=peak / 2**20, activation_mib=(peak - before) / 2**20)
+    row = dict(spec=spec, size=size, params=params, images_per_s=batch / seconds, ms=seconds * 1e3,
+               peak_mib=peak / 2**20, activation_mib=(peak - before) / 2**20)
+    if train:  # after the timed steps: this forward's graph leaves the peak above untouched
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
+            row['saved_mib'] = saved_for_backward(model, lambda: _outputs(model, images, backbone_only)) / 2**20
+    return row
 
 
 def table(rows: List[dict]) -> str:
     """Markdown: one line per case, ratios to the first config at the same size."""
-    firsts: Dict[int, dict] = {}
-    lines = ['| config | size | params (M) | images/s | ms / step | peak MiB | activation MiB | time x | '
-             'activation x |', '|---|---|---|---|---|---|---|---|---|']
+    firsts: Dict[str, dict] = {}
+    saved = 'saved_mib' in rows[0]
+    lines = ['| config | size | params (M) | images/s | ms / step | peak MiB | activation MiB | '
+             + ('saved MiB | ' if saved else '') + 'time x | activation x |' + (' saved x |' if saved else ''),
+             '|---' * (11 if saved else 9) + '|']
     for row in rows:
         first = firsts.setdefault(row['size'], row)
         activation_ratio = row['activation_mib'] / max(first['activation_mib'], 1e-9)
-        lines.append(f'| `{row["spec"]}` | {row["size"]} | {row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
-                     f'{row["ms"]:.0f} | {row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | '
-                     f'{row["ms"] / first["ms"]:.2f} | {activation_ratio:.2f} |')
+        line = (f'| `{row["spec"]}` | {row["size"]} | {row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
+                f'{row["ms"]:.0f} | {row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | ')
+        line += f'{row["saved_mib"]:.1f} | ' if saved else ''
+        line += f'{row["ms"] / first["ms"]:.2f} | {activation_ratio:.2f} |'
+        line += f' {row["saved_mib"] / first["saved_mib"]:.2f} |' if saved else ''
+        lines.append(line)
     return '\n'.join(lines)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('configs', nargs='+', help='config files / mmpretrain:: names, optionally +key=value ...')
-    parser.add_argument('--sizes', type=int, nargs='+', default=[224], help='square input sizes (pixels)')
+    parser.add_argument('--sizes', nargs='+', default=['224'], help='input sizes: S (square) or HxW, pixels')
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--repeats', type=int, default=3, help='timed steps after one warm-up (median reported)')
     parser.add_argument('--backbone-only', action='store_true', help='measure model.backbone only')
     parser.add_argument('--train', action='store_true', help='forward + backward in training mode')
+    parser.add_argument('--amp', action='store_true', help='bfloat16 autocast (default: fp32)')
     parser.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
     parser.add_argument('--single', action='store_true', help=argparse.SUPPRESS)  # one case, in a child process
-    return parser.parse_args()
+    args = parser.parse_args()
+    for size in args.sizes:
+        try:
+            parse_size(size)
+        except argparse.ArgumentTypeError as error:
+            parser.error(str(error))
+    return args
 
 
 def main() -> None:
     args = parse_args()
-    flags = [*(['--backbone-only'] if args.backbone_only else []), *(['--train'] if args.train else [])]
+    flags = [*(['--backbone-only'] if args.backbone_only else []), *(['--train'] if args.train else []),
+             *(['--amp'] if args.amp else [])]
     if args.single:
         print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
-                                 args.train, args.device)))
+                                 args.train, args.device, args.amp)))
         return
     rows = []
     for size in args.sizes:
         for spec in args.configs:
-            child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', str(size), '--batch',
+            child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch',
                                     str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags],
                                    capture_output=True, text=True)
             if child.returncode:

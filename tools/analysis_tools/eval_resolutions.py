@@ -3,7 +3,7 @@ retraining (VisionLLaMA paper, Tables 11/12).
 
     python tools/analysis_tools/eval_resolutions.py CONFIG CHECKPOINT [--sizes 160 224 288 512 224x320]
         [--rope-modes 1d 2d as2d] [--as2d-scalings isotropic per_axis] [--anchor N] [--max-batches K]
-        [--out results.json] [--work-dir DIR] [--cfg-options k=v ...]
+        [--out results.json] [--out-dir DIR] [--work-dir DIR] [--cfg-options k=v ...]
 
 The checkpoint is loaded once. For every size (``S`` for S x S, or ``HxW``) the val dataloader is rebuilt
 with its test pipeline rescaled to give images of that size (ResizeEdge/Resize + CenterCrop keep their
@@ -13,7 +13,8 @@ switched (same weights, only the position angles change): ``1d`` flat sequence i
 positions (extrapolation), ``as2d`` AS2DRoPE (positions scaled onto the anchor grid, default: the
 backbone's ``rope_anchor``; ``--anchor`` in tokens), once per ``--as2d-scalings`` entry (default: the
 backbone's ``as2d_scaling``). Prints a table of top-1 (%), rows = RoPE schemes, columns = sizes (``*``
-marks the training size).
+marks the training size); ``--out-dir`` also draws it (``top1_vs_resolution.png``: top-1 against the size, one
+line per scheme) and writes it as ``top1_vs_resolution.csv``.
 Needs a backbone with a switchable ``rope_mode`` (VisionLLaMA); evaluates single-label top-1.
 """
 import argparse
@@ -25,6 +26,8 @@ from typing import List, Optional, Tuple, Union
 from mmengine.runner import Runner
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.analysis.inputs import positive_int
+from mmcausal.analysis.resolution_plot import write_resolution_plot
 from mmcausal.models.layers import ROPE_MODES
 from mmcausal.models.layers.rope import AS2D_SCALINGS
 from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
@@ -37,13 +40,6 @@ from mmcausal.utils.resolution_eval import (
     rope_schemes,
     size_label,
 )
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f'must be a positive integer, got {text}')
-    return value
 
 
 def _size(text: str) -> Tuple[int, int]:
@@ -69,10 +65,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='RoPE position schemes to compare (rows of the table)')
     parser.add_argument('--as2d-scalings', nargs='+', choices=AS2D_SCALINGS,
                         help='AS2DRoPE scalings to compare (one as2d row each; default: the backbone\'s)')
-    parser.add_argument('--anchor', type=_positive,
+    parser.add_argument('--anchor', type=positive_int,
                         help='AS2DRoPE anchor grid in tokens (default: the backbone\'s, img_size / patch_size)')
-    parser.add_argument('--max-batches', type=_positive, help='evaluate only the first K batches per size')
+    parser.add_argument('--max-batches', type=positive_int, help='evaluate only the first K batches per size')
     parser.add_argument('--out', help='also write the results to this .json file')
+    parser.add_argument('--out-dir', help='also plot them: top1_vs_resolution.png and .csv in this folder')
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     check_common_arguments(parser, args)
@@ -133,6 +130,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                                top1={label: {size_label(s): v for s, v in values.items()}
                                      for label, values in results.items()}), file, indent=2)
             print(f'results written to {args.out}')
+        if args.out_dir is not None:
+            paths = write_resolution_plot(results, args.sizes, args.out_dir, train_size,
+                                          f'{osp.splitext(osp.basename(args.config))[0]}: top-1 vs resolution')
+            print('plot written to ' + ' and '.join(paths))
 
     run(cfg, (loader_name, ), evaluate)
 

@@ -36,7 +36,12 @@ class DropPathScheduleHook(Hook):
         self.start = start
         self.end = end
 
+    def rate_at(self, epoch: int, max_epochs: int) -> float:
+        """The rate this hook sets during training epoch ``epoch`` (``tools/analysis_tools/plot_schedules.py`` plots
+        it without training)."""
+        return drop_path_rate_at(epoch, max_epochs, self.start, self.end)
+
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Optional[dict] = None) -> None:
-        rate = drop_path_rate_at(runner.epoch, runner.max_epochs, self.start, self.end)
+        rate = self.rate_at(runner.epoch, runner.max_epochs)
         runner_backbone(runner, 'drop_path_rate', 'DropPathScheduleHook').drop_path_rate = rate
         runner.message_hub.update_scalar('train/drop_path_rate', rate)

@@ -55,11 +55,17 @@ class SoftMaskHook(Hook):
     def _backbone(runner: Runner):
         return runner_backbone(runner, 'soft_mask_rate', 'SoftMaskHook (e.g. for ILLaMA)')
 
-    def cutoff_iters(self, runner: Runner) -> int:
-        return self.cutoff * len(runner.train_dataloader) if self.by_epoch else self.cutoff
+    def cutoff_iters(self, iters_per_epoch: int) -> int:
+        """Length of the soft phase in iterations (``iters_per_epoch``: batches per training epoch)."""
+        return self.cutoff * iters_per_epoch if self.by_epoch else self.cutoff
+
+    def rate_at(self, iteration: int, iters_per_epoch: int) -> float:
+        """``alpha`` this hook sets before training iteration ``iteration`` (``tools/analysis_tools/plot_schedules.py``
+        plots it without training)."""
+        return soft_mask_rate_at(iteration, self.cutoff_iters(iters_per_epoch), self.schedule, self.start)
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Optional[dict] = None) -> None:
-        alpha = soft_mask_rate_at(runner.iter, self.cutoff_iters(runner), self.schedule, self.start)
+        alpha = self.rate_at(runner.iter, len(runner.train_dataloader))
         self._backbone(runner).soft_mask_rate = alpha
         runner.message_hub.update_scalar('train/soft_mask_rate', alpha)
 

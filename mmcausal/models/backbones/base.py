@@ -13,6 +13,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmengine.utils import to_2tuple
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
+from torch.distributed.fsdp import FullyShardedDataParallel
 from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
@@ -116,7 +117,9 @@ class BlockStackMixin:
         rates = linear_drop_path_rates(rate, len(blocks)) if self.drop_path_schedule == 'linear' else \
             [rate] * len(blocks)
         for block, block_rate in zip(blocks, rates):
-            block.drop_path_rate = block_rate
+            # sharded training wraps each block in an FSDP unit, which forwards reads to it but not writes
+            inner = block.module if isinstance(block, FullyShardedDataParallel) else block
+            inner.drop_path_rate = block_rate
         self._drop_path_rate = float(rate)
 
     def _run_block(self, block: nn.Module, tokens: Tensor, layout: TokenLayout) -> Tensor:

@@ -1,0 +1,62 @@
+"""Turn a sharded checkpoint (the ``rank*.pth`` directory an FSDP run saves) into one regular checkpoint file.
+
+    torchrun --nproc_per_node N tools/model_converters/consolidate_sharded_checkpoint.py \
+        SHARDED_CONFIG work_dirs/RUN/epoch_20.pth checkpoints/RUN_epoch_20.pth [--ema]
+
+Run it with the sharded config and the world size (``N`` processes in all, ``--nnodes`` too) of the run that saved
+the checkpoint: each process loads its shard, and FSDP gathers the full weights on rank 0, which writes ``meta`` and
+the ``state_dict`` with the model's own keys (``backbone.*``, ``head.*`` ...). The output is what a plain run saves:
+``tools/test.py`` with the unsharded config, fine-tuning (``Pretrained``) and the converters read it. ``--ema``
+writes the ``ShardedEMAHook`` average instead of the trained weights. On a CPU-only host the processes run FSDP over
+gloo, so no GPU is needed.
+"""
+import argparse
+import tempfile
+from typing import List, Optional
+
+from mmengine.config import Config
+from mmengine.dist import is_main_process
+from mmengine.registry import STRATEGIES, init_default_scope
+from mmengine.runner.checkpoint import save_checkpoint
+from torch.distributed.fsdp import FullStateDictConfig, FullyShardedDataParallel, StateDictType
+
+import mmcausal  # noqa: F401  (the shims and the registered components)
+from mmcausal.engine.hooks.sharded_ema_hook import CHECKPOINT_KEY, copy_shards, ema_parameters
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description='Consolidate a sharded (FSDP) checkpoint into one file')
+    parser.add_argument('config', help='the sharded config the checkpoint was trained with')
+    parser.add_argument('checkpoint', help='the sharded checkpoint: a directory of rank*.pth files')
+    parser.add_argument('out', help='the consolidated checkpoint file to write')
+    parser.add_argument('--ema', action='store_true', help='write the ShardedEMAHook weights')
+    return parser.parse_args(argv)
+
+
+def consolidate(cfg: Config, checkpoint: str, ema: bool = False) -> dict:
+    """Load the sharded ``checkpoint`` into ``cfg``'s model under its FSDP strategy and return the full checkpoint
+    (``meta`` and ``state_dict``) on rank 0; the other ranks get ``state_dict == {}``."""
+    init_default_scope(cfg.get('default_scope', 'mmengine'))
+    with tempfile.TemporaryDirectory() as logs:  # the strategy's log directory
+        strategy = STRATEGIES.build(
+            dict(cfg.strategy, work_dir=logs, env_kwargs=dict(cfg.get('env_cfg', {}), launcher='pytorch')))
+        model = strategy.prepare(cfg.model, dispatch_kwargs=dict(init_weights_for_test_or_val=False))
+        loaded = strategy.load_checkpoint(checkpoint)
+    if ema:
+        if CHECKPOINT_KEY not in loaded:
+            raise ValueError(f'{checkpoint} has no EMA weights (the run had no ShardedEMAHook).')
+        copy_shards(ema_parameters(model), loaded[CHECKPOINT_KEY]['averages'])
+    full = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT, full):
+        return dict(meta=loaded.get('meta', {}), state_dict=model.state_dict())
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
+    consolidated = consolidate(Config.fromfile(args.config), args.checkpoint, args.ema)
+    if is_main_process():
+        save_checkpoint(consolidated, args.out)
+
+
+if __name__ == '__main__':
+    main()
