@@ -267,9 +267,14 @@ def patch_fsdp_optimizer_state() -> None:
         setattr(FSDPStrategy, method.__name__, method)
 
 
-def _clip_sharded_grad_norm(model: torch.nn.Module, params: Any, max_norm: float,
-                            norm_type: float = 2.) -> torch.Tensor:
-    """``torch.nn.utils.clip_grad_norm_`` for the FSDP root ``model``, whose gradient shards ``params`` are."""
+def _clip_sharded_grad_norm(model: torch.nn.Module, params: Any, max_norm: float, norm_type: float = 2.,
+                            **unsupported: Any) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_`` for the FSDP root ``model``, whose gradient shards ``params`` are. It is
+    a collective: every rank must call it (mmengine skips clipping on a rank without gradients; with a real model
+    every rank has them). ``clip_grad`` options FSDP's norm does not take are refused by name."""
+    if unsupported:
+        raise TypeError(f'clip_grad options {sorted(unsupported)} are not supported under FSDPStrategy '
+                        '(FSDP clips with max_norm and norm_type only).')
     return model.clip_grad_norm_(max_norm, norm_type)
 
 

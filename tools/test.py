@@ -26,7 +26,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     check_common_arguments(parser, args)
-    check_checkpoint_argument(parser, args.checkpoint)
+    check_checkpoint_argument(parser, args.checkpoint, allow_sharded=True)
     if args.out is not None and not args.out.endswith(('.pkl', '.pickle')):
         parser.error(f'--out must be a .pkl or .pickle file, got {args.out}')
     return args

@@ -38,7 +38,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     check_common_arguments(parser, args)
     if args.resume not in (None, RESUME_LATEST):
-        check_checkpoint_argument(parser, args.resume, 'checkpoint to resume from')
+        check_checkpoint_argument(parser, args.resume, 'checkpoint to resume from', allow_sharded=True)
     if args.amp and get_device() == 'cpu':
         parser.error('--amp needs a GPU (mmengine\'s AmpOptimWrapper cannot run on CPU) and none '
                      'is available here; train without --amp.')

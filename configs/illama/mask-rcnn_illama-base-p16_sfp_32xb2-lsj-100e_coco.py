@@ -13,10 +13,11 @@
 # What ViTDet has and this config does not: windowed attention. iLLaMA's attention is causal over the raster order
 # with a post-sequence class token; windows of it are not defined by the paper or the official code, so every
 # block attends globally (4096 tokens at 1024 px).
-# mask_mode='causal' (not the paper's `official` post-softmax mask): `official` materialises heads x N x N scores
-# per block (12 x 4096^2 floats = 0.8 GB per image per tensor); `causal` runs through SDPA with O(N) memory. With
-# `causal` the class token (last) reaches no patch, so it gets no gradient: `find_unused_parameters` for DDP.
-# To fine-tune in the pre-training mode instead: `model.backbone.mask_mode=official model.backbone.with_cp=True`.
+# mask_mode='causal' (ours; not the paper's `official` post-softmax mask, there is no official detection code):
+# strictly causal and the cheapest (SDPA over the causal half). `official` also runs at 4096 tokens with O(N) memory
+# (one SDPA over every key twice: about twice bidirectional attention's cost). With `causal` the class token (last)
+# reaches no patch, so it gets no gradient: `find_unused_parameters` for DDP. To fine-tune in the pre-training mode
+# instead: `--cfg-options model.backbone.mask_mode=official`.
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',
     'mmdet::common/lsj-100e_coco-instance.py',

@@ -13,8 +13,8 @@
 #   renormalisation, exactly as in classification (our `official` mode at soft_mask_rate 0). `causal` (strictly
 #   causal, SDPA, O(N) memory) is an opt-in that changes the model: `model.backbone.mask_mode=causal`. It leaves
 #   the class token without gradient, hence `find_unused_parameters` below (also set by the official config).
-#   Memory: `official` holds heads x N x N scores per block; set `model.backbone.with_cp=True` (gradient
-#   checkpointing, same gradients) where the GPU is short of memory.
+#   Memory: `official` keeps O(N) per block (one SDPA over every key twice, no heads x N x N scores); set
+#   `model.backbone.with_cp=True` (gradient checkpointing, same gradients) where the GPU is still short of memory.
 # - neck: the official backbone's fpn1..fpn4 on the four taps = mmseg's `Feature2Pyramid` with rescales
 #   (4, 2, 1, 0.5): ConvT 2x2 + SyncBN + GELU + ConvT 2x2 (stride 4), ConvT 2x2 (stride 8), identity, MaxPool 2.
 # - heads (inherited): UPerHead(in [768]x4, channels 768, pool scales 1/2/3/6, SyncBN) + FCN auxiliary head

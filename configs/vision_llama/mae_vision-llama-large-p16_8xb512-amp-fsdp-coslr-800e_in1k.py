@@ -1,4 +1,5 @@
-# MAE pre-training of VisionLLaMA-L (914M parameters with the official 11008-wide SwiGLU), 800 epochs, sharded with
+# MAE pre-training of VisionLLaMA-L (official 11008-wide SwiGLU: 914M parameters as a classifier, 940M with the MAE
+# decoder), 800 epochs, sharded with
 # FSDP: mae_vision-llama-large-p16_8xb512-amp-coslr-800e_in1k.py unchanged (batch 8 x 512, AMP fp16 with a dynamic,
 # here sharded, loss scale), run by mmengine's FlexibleRunner with one FSDP unit per block (../_base_/strategies).
 # Launch with torchrun (README, "Sharded training of the Large models"). Checkpoints are sharded directories; for

@@ -67,9 +67,10 @@ def count_iters_per_epoch(cfg: Config) -> int:
     return len(Runner.build_dataloader(loader, seed=0))
 
 
-def lr_curve(cfg: Config, max_iters: int, iters_per_epoch: Optional[int], default_end: int) -> np.ndarray:
-    """The base lr at every iteration (module docstring); ``default_end`` is the ``end`` of schedulers without one
-    (max_epochs or max_iters, as the Runner sets it)."""
+def lr_curve(cfg: Config, max_iters: int, iters_per_epoch: Optional[int], max_epochs: int) -> np.ndarray:
+    """The base lr at every iteration (module docstring). A scheduler without ``end`` ends, as the Runner sets it,
+    at ``max_epochs`` if it is epoch-based (``by_epoch``, the default) and at ``max_iters`` if not (``max_epochs``
+    is 1 for an iteration-based loop, as mmengine's ``IterBasedTrainLoop`` reports)."""
     optimizer_cfg = (cfg.get('optim_wrapper') or {}).get('optimizer')
     if optimizer_cfg is None:
         raise AnalysisError('The config has no optim_wrapper.optimizer to take the lr from.')
@@ -80,7 +81,7 @@ def lr_curve(cfg: Config, max_iters: int, iters_per_epoch: Optional[int], defaul
     schedulers = []
     for scheduler_cfg in scheduler_cfgs:
         scheduler_cfg = copy.deepcopy(dict(scheduler_cfg))
-        scheduler_cfg.setdefault('end', default_end)
+        scheduler_cfg.setdefault('end', max_epochs if scheduler_cfg.get('by_epoch', True) else max_iters)
         if scheduler_cfg.get('convert_to_iter_based') and iters_per_epoch is None:
             raise AnalysisError(f'{scheduler_cfg["type"]} converts epochs to iterations; pass --iters-per-epoch.')
         schedulers.append(PARAM_SCHEDULERS.build(scheduler_cfg, default_args=dict(optimizer=wrapper,
@@ -118,7 +119,7 @@ def compute_schedules(cfg: Config, iters_per_epoch: Optional[int] = None) -> Sch
     if iters_per_epoch is None and (by_epoch or (soft_mask is not None and soft_mask.by_epoch)):
         iters_per_epoch = count_iters_per_epoch(cfg)
     max_iters = length * iters_per_epoch if by_epoch else length
-    curves = {'lr': lr_curve(cfg, max_iters, iters_per_epoch, length)}
+    curves = {'lr': lr_curve(cfg, max_iters, iters_per_epoch, length if by_epoch else 1)}
     iterations = range(max_iters)
     if soft_mask is not None:
         curves['soft_mask_rate'] = np.array([soft_mask.rate_at(i, iters_per_epoch) for i in iterations])

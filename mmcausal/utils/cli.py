@@ -93,10 +93,16 @@ def is_checkpoint(path: str) -> bool:
     return osp.isfile(path) or osp.isfile(osp.join(path, 'rank0.pth'))
 
 
-def check_checkpoint_argument(parser: argparse.ArgumentParser, path: str, what: str = 'checkpoint') -> None:
-    """Reject a local checkpoint path that does not exist (URLs are left to the loader)."""
-    if '://' not in path and not is_checkpoint(path):
-        parser.error(f'{what} not found: {path}')
+def check_checkpoint_argument(parser: argparse.ArgumentParser, path: str, what: str = 'checkpoint',
+                              allow_sharded: bool = False) -> None:
+    """Reject a local checkpoint path that does not exist (URLs are left to the loader); a sharded checkpoint
+    directory only where ``allow_sharded`` (the runner tools, which read it under the sharded config)."""
+    if '://' in path:
+        return
+    if not (is_checkpoint(path) if allow_sharded else osp.isfile(path)):
+        hint = (' (a sharded checkpoint directory: merge it into one file with '
+                'tools/model_converters/consolidate_sharded_checkpoint.py)' if is_checkpoint(path) else '')
+        parser.error(f'{what} not found: {path}{hint}')
 
 
 def read_config(path: str, cfg_options: Optional[dict] = None, **settings: Any) -> Config:

@@ -11,11 +11,11 @@ step and ``--repeats`` timed steps on random ``(batch, 3, H, W)`` images (a size
 outputs. Reported: images/s, peak memory (the process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part
 of it above the built model ("activation": activations and temporaries, and with ``--train`` the gradients; RSS
 depends on the allocator, expect 5-10 % between runs), with ``--train`` the exact size of what autograd keeps for
-backward ("saved": distinct storages reached by saved-tensor hooks, parameters excluded; measured on an extra forward
-after the timed steps) and the parameter count, with ratios to the first config at the same size, as a Markdown
-table. ``--amp`` runs every step under ``torch.autocast`` in
-bfloat16 (what the AMP configs train in on GPUs: SDPA then takes the flash / memory-efficient kernels; bf16 needs no
-loss scaling); without it everything is fp32. Example (the CaiT README's table)::
+backward ("saved": distinct storages reached by saved-tensor hooks, parameters excluded, but with ``--amp`` the bf16
+copies autocast makes of them included; measured on an extra forward after the timed steps) and the parameter
+count, with ratios to the first config at the same size, as a Markdown table. ``--amp`` runs every step under
+``torch.autocast`` in bfloat16 (what the AMP configs train in on GPUs: SDPA then takes the flash / memory-efficient
+kernels; bf16 needs no loss scaling); without it everything is fp32. Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\

@@ -5,8 +5,8 @@
 
 Each row is one forward + backward of :func:`mmcausal.models.layers.masked_attention` on random
 ``(B, heads, N, head_dim)`` q/k/v. ``causal`` at alpha = 0 and ``bidirectional`` use SDPA's fused kernels;
-``causal`` with 0 < alpha < 1 uses SDPA with an (N, N) float bias; ``official`` at alpha < 1 is the
-explicit path (B * heads * N^2 scores).
+``causal`` with 0 < alpha < 1 uses SDPA with an (N, N) float bias; ``official`` at alpha < 1 uses one SDPA call
+over every key twice with an (N, 2N) float bias (:func:`mmcausal.models.layers.soft_mask_attention`).
 """
 import argparse
 import time

@@ -65,7 +65,7 @@ class SoftMaskHook(Hook):
         return soft_mask_rate_at(iteration, self.cutoff_iters(iters_per_epoch), self.schedule, self.start)
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Optional[dict] = None) -> None:
-        alpha = self.rate_at(runner.iter, len(runner.train_dataloader))
+        alpha = self.rate_at(runner.iter, len(runner.train_dataloader) if self.by_epoch else 1)
         self._backbone(runner).soft_mask_rate = alpha
         runner.message_hub.update_scalar('train/soft_mask_rate', alpha)
 

@@ -64,7 +64,7 @@ class ILLaMA(PlainBackbone):
         drop_path_rate: stochastic depth, linear from 0 (first block) to this value (last block).
         frozen_stages: freeze the stem (patch/pos/cls) and the first ``frozen_stages`` blocks; -1 = none.
         with_cp: gradient checkpointing of every block (recomputes activations in the backward pass: same
-            gradients, far less memory; e.g. the ``official`` mask's heads x N x N scores at 1025 tokens).
+            gradients, far less memory).
         norm_cfg, qkv_bias, rope_theta, patch_size, in_channels: as named.
     """
     arch_zoo = {

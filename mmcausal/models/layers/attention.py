@@ -71,7 +71,8 @@ def soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.device,
 def soft_mask_key_bias(num_tokens: int, device: torch.device, dtype: torch.dtype = torch.float32) -> Tensor:
     """Logit bias ``(N, 2N)`` of :func:`soft_mask_attention`: query ``t`` sees the first copy of key ``s`` for
     ``s <= t`` and the second copy for ``s > t`` (``-inf`` elsewhere). Cached and shared by every block (one
-    tensor kept for backward, not one per block); treat it as read-only."""
+    tensor kept for backward, not one per block); treat it as read-only. A float table, not a boolean mask: SDPA
+    turns a boolean mask into a new float tensor on every call, which each block would then keep for backward."""
     with torch.inference_mode(False):
         past = torch.ones(num_tokens, num_tokens, device=device, dtype=torch.bool).tril()
         visible = torch.cat((past, ~past), dim=1)
@@ -210,7 +211,7 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: flo
         post_softmax_weights = soft_causal_weights(q.shape[-2], alpha, q.device, q.dtype)
     if explicit:
         return explicit_attention(q, k, v, logit_bias=logit_bias, post_softmax_weights=post_softmax_weights,
-                                  probe=probe if explicit else None)
+                                  probe=probe)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=logit_bias)
 
 

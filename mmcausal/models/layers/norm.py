@@ -46,7 +46,10 @@ class _RMSNormFunction(torch.autograd.Function):
         grad_weight = None
         if weight is not None:
             if ctx.needs_input_grad[1]:
-                grad_weight = (grad32 * x_hat).sum(tuple(range(x.dim() - weight.dim()))).to(weight.dtype)
+                grad_weight = grad32 * x_hat
+                if x.dim() > weight.dim():  # batched: sum over the leading dims
+                    grad_weight = grad_weight.sum(tuple(range(x.dim() - weight.dim())))
+                grad_weight = grad_weight.to(weight.dtype)
             grad32 = grad32 * weight
         row_mean = (grad32 * x_hat).mean(ctx.dims, keepdim=True)
         grad_x = x_hat.mul_(row_mean).neg_().add_(grad32).mul_(rstd)  # (g w - x_hat * row_mean) * rstd
@@ -55,11 +58,14 @@ class _RMSNormFunction(torch.autograd.Function):
 
 class RMSNorm(nn.RMSNorm):
     """:class:`torch.nn.RMSNorm` (same arguments, parameters and values) whose backward keeps one
-    activation-sized tensor (its input) instead of two; see :class:`_RMSNormFunction`. ``(..., *shape)`` in
-    and out."""
+    activation-sized tensor (its input) instead of two on CPU, see :class:`_RMSNormFunction`; elsewhere torch's
+    fused kernel already keeps only the input and ``rstd``. ``(..., *shape)`` in and out."""
 
     def forward(self, x: Tensor) -> Tensor:
-        eps = torch.finfo(torch.float32).eps if self.eps is None else self.eps  # torch's default (fp32 math)
+        if x.device.type != 'cpu':
+            return super().forward(x)
+        # torch's default eps: that of the computation dtype (fp32 for fp32 / half inputs, fp64 for fp64)
+        eps = torch.finfo(torch.promote_types(x.dtype, torch.float32)).eps if self.eps is None else self.eps
         return _RMSNormFunction.apply(x, self.weight, len(self.normalized_shape), eps)
 
 

@@ -12,6 +12,7 @@ from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import (
     SelfAttention,
     TokenLayout,
+    apply_rotary,
     explicit_attention,
     explicit_attention_mode,
     masked_attention,
@@ -19,6 +20,7 @@ from mmcausal.models.layers import (
     rope_angles_1d,
     rope_frequencies,
     soft_causal_weights,
+    split_heads,
 )
 
 torch.manual_seed(0)
@@ -272,3 +274,19 @@ def test_rope_keeps_no_more_token_widths_for_backward():
         return sum(storages.values()) / (batch * tokens * dims)
 
     assert saved_activations(torch.rand(tokens, dims // heads // 2)) <= saved_activations(None) == 4
+
+
+@pytest.mark.parametrize('per_sample', [False, True])
+def test_split_heads_equals_the_heads_first_rotation(per_sample):
+    """The token-major split (one rotation of q and k together) gives the q, k, v of the plain heads-first
+    reshape rotated by :func:`apply_rotary`, for shared ``(N, hd/2)`` and per-sample ``(B, N, hd/2)`` angles (MAE
+    keeps each kept token's own position)."""
+    batch, tokens, heads, head_dim = 2, 7, 3, 8
+    qkv = torch.randn(batch, tokens, 3, heads, head_dim)
+    angles = torch.rand(batch, tokens, head_dim // 2) * 6 if per_sample else torch.rand(tokens, head_dim // 2) * 6
+    q, k, v = split_heads(qkv, angles)
+    q_ref, k_ref, v_ref = qkv.permute(2, 0, 3, 1, 4)
+    torch.testing.assert_close(q, apply_rotary(q_ref, angles))
+    torch.testing.assert_close(k, apply_rotary(k_ref, angles))
+    torch.testing.assert_close(v, v_ref, rtol=0, atol=0)
+    assert all(t.shape == (batch, heads, tokens, head_dim) for t in (q, k, v))

@@ -31,11 +31,19 @@ def test_reduced_precision_matches_torch_and_default_eps():
     assert RMSNorm(32)(x).dtype == torch.bfloat16
 
 
+@pytest.mark.parametrize('eps', [None, 1e-6])
+def test_unbatched_input_and_default_eps_match_torch(eps):
+    ours, reference = RMSNorm(8, eps=eps).double(), nn.RMSNorm(8, eps=eps).double()
+    x = (torch.randn(8, dtype=torch.float64) * 1e-5).requires_grad_()  # small: eps matters
+    torch.testing.assert_close(ours(x), reference(x))
+    torch.testing.assert_close(torch.autograd.grad(ours(x).sum(), [x, ours.weight]),
+                               torch.autograd.grad(reference(x).sum(), [x, reference.weight]))
+
+
 def test_backward_keeps_one_activation_sized_tensor():
-    """torch composes RMSNorm on CPU and also keeps ``x * rstd`` (measured: 2 activation-sized tensors); ours
-    keeps the input only."""
-    x = torch.randn(4, 50, 64) * 1  # a non-leaf, as block inputs are
-    x.requires_grad_()
+    """Ours keeps the input only. The control: torch composes RMSNorm on CPU (torch 2.14) and also keeps
+    ``x * rstd``, 2 activation-sized tensors (should torch fuse it, the control fails, not our claim)."""
+    x = torch.randn(4, 50, 64, requires_grad=True)
 
     def large_saved(norm):
         storages = set()
