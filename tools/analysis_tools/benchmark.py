@@ -182,17 +182,22 @@ def main() -> None:
         print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
                                  args.train, args.device, args.amp)))
         return
-    rows = []
+    rows, failures = [], []
     for size in args.sizes:
         for spec in args.configs:
             child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch',
                                     str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags],
                                    capture_output=True, text=True)
-            if child.returncode:
-                sys.exit(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')
+            if child.returncode:  # report it and go on: the other cases' measurements stay useful
+                failures.append(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')
+                print(failures[-1], file=sys.stderr)
+                continue
             rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
             print(f'measured {spec} at {size}px', file=sys.stderr)
-    print(table(rows))
+    if rows:
+        print(table(rows))
+    if failures:
+        sys.exit(f'{len(failures)} case(s) failed (above).')
 
 
 if __name__ == '__main__':

@@ -141,6 +141,10 @@ class PyramidVisionLLaMA(PyramidBackbone):
         self.norm = build_norm_layer(norm_cfg, dims[-1]) if final_norm else nn.Identity()
         self.pool_norm = nn.Identity()
         self._set_outputs(out_indices, out_type, frozen_stages)
+        if official_double_norm and self.out_indices != [len(self.stages) - 1]:
+            raise BackboneConfigError(f'official_double_norm re-applies the last stage\'s final norm to its pooled '
+                                      f'vector; it needs out_indices=({len(self.stages) - 1}, ) (the last stage), got '
+                                      f'{tuple(self.out_indices)}. Set official_double_norm=False for other stages.')
         self._freeze_stages()
 
     def stage_layout(self, index: int, grid: Tuple[int, int], tokens: Tensor) -> TokenLayout:

@@ -51,6 +51,10 @@ def test_any_input_size_runs_at_every_stage(size):
 def test_the_official_double_norm_needs_the_classifier_outputs():
     with pytest.raises(ValueError, match='official_double_norm'):
         PyramidVisionLLaMA('small', official_double_norm=True)
+    with pytest.raises(ValueError, match=r'out_indices=\(3, \)'):  # pooling stage 0 with the 512-wide final norm
+        PyramidVisionLLaMA('small', out_type='avg_featmap', final_norm=True, official_double_norm=True,
+                           out_indices=(0, 1, 2, 3))
+    PyramidVisionLLaMA('small', out_type='avg_featmap', final_norm=True, official_double_norm=True, out_indices=(3, ))
     with pytest.raises(ValueError, match='one entry per stage'):
         PyramidVisionLLaMA('small', sr_ratios=(8, 4, 2))
     with pytest.raises(ValueError, match="Unknown gsa_key_pos 'centre'"):
