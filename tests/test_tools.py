@@ -110,10 +110,14 @@ def test_benchmark_tool_measures_what_backward_keeps_linear_in_the_tokens():
 
 
 def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
+    """Two configs, two interleaved rounds: one row per case with the median step time inside its range."""
     cait = 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py'
     rows = _benchmark_table(cait, f'{cait}+model.backbone.attn_impl=explicit', '--sizes', '64', '--backbone-only',
-                            '--train', '--repeats', '1')
+                            '--train', '--repeats', '1', '--rounds', '2')
     assert [row['config'] for row in rows] == [f'`{cait}`', f'`{cait}+model.backbone.attn_impl=explicit`']
+    for row in rows:
+        fastest, slowest = (float(ms) for ms in row['ms range'].split('-'))
+        assert fastest <= float(row['ms / step']) <= slowest
     assert rows[0]['params (M)'] == rows[1]['params (M)']  # same parameters: only the attention path differs
     assert float(rows[0]['time x']) == 1.0 and float(rows[0]['saved x']) == 1.0
     assert all(float(row['peak MiB']) > 0 and float(row['images/s']) > 0 and float(row['saved MiB']) > 0

@@ -1,7 +1,7 @@
 """Time and memory of one or more configs' models side by side, every case in a fresh process (CPU or CUDA).
 
     python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512 800x1216] [--batch 1] [--repeats 3]
-        [--backbone-only] [--train] [--amp] [--device cpu|cuda]
+        [--rounds 1] [--backbone-only] [--train] [--amp] [--device cpu|cuda]
 
 A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1k.py``) or either with overrides
 after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
@@ -15,7 +15,10 @@ backward ("saved": distinct storages reached by saved-tensor hooks, parameters e
 copies autocast makes of them included; measured on an extra forward after the timed steps) and the parameter
 count, with ratios to the first config at the same size, as a Markdown table. ``--amp`` runs every step under
 ``torch.autocast`` in bfloat16 (what the AMP configs train in on GPUs: SDPA then takes the flash / memory-efficient
-kernels; bf16 needs no loss scaling); without it everything is fp32. Example (the CaiT README's table)::
+kernels; bf16 needs no loss scaling); without it everything is fp32. ``--rounds R`` measures every case R times,
+round-robin over the cases (each run a fresh process), and reports the median of the rounds with the range of the
+step time: on a shared or thermally throttled CPU the speed drifts by several percent over minutes, and
+interleaved rounds see the same drift in every config. Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
@@ -135,18 +138,32 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
     return row
 
 
+def median_of_rounds(runs: List[dict]) -> dict:
+    """One case's rows from several rounds -> one row: the median of every measurement, and the step time's range
+    (``ms_min``, ``ms_max``)."""
+    row = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, float):
+            row[key] = statistics.median(run[key] for run in runs)
+    row.update(rounds=len(runs), ms_min=min(run['ms'] for run in runs), ms_max=max(run['ms'] for run in runs))
+    return row
+
+
 def table(rows: List[dict]) -> str:
     """Markdown: one line per case, ratios to the first config at the same size."""
     firsts: Dict[str, dict] = {}
     saved = 'saved_mib' in rows[0]
-    lines = ['| config | size | params (M) | images/s | ms / step | peak MiB | activation MiB | '
-             + ('saved MiB | ' if saved else '') + 'time x | activation x |' + (' saved x |' if saved else ''),
-             '|---' * (11 if saved else 9) + '|']
+    spread = any(row.get('rounds', 1) > 1 for row in rows)
+    lines = ['| config | size | params (M) | images/s | ms / step | ' + ('ms range | ' if spread else '')
+             + 'peak MiB | activation MiB | ' + ('saved MiB | ' if saved else '') + 'time x | activation x |'
+             + (' saved x |' if saved else ''),
+             '|---' * (9 + 2 * saved + spread) + '|']
     for row in rows:
         first = firsts.setdefault(row['size'], row)
         activation_ratio = row['activation_mib'] / max(first['activation_mib'], 1e-9)
         line = (f'| `{row["spec"]}` | {row["size"]} | {row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
-                f'{row["ms"]:.0f} | {row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | ')
+                f'{row["ms"]:.0f} | ' + (f'{row["ms_min"]:.0f}-{row["ms_max"]:.0f} | ' if spread else '')
+                + f'{row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | ')
         line += f'{row["saved_mib"]:.1f} | ' if saved else ''
         line += f'{row["ms"] / first["ms"]:.2f} | {activation_ratio:.2f} |'
         line += f' {row["saved_mib"] / first["saved_mib"]:.2f} |' if saved else ''
@@ -160,6 +177,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--sizes', nargs='+', default=['224'], help='input sizes: S (square) or HxW, pixels')
     parser.add_argument('--batch', type=int, default=1)
     parser.add_argument('--repeats', type=int, default=3, help='timed steps after one warm-up (median reported)')
+    parser.add_argument('--rounds', type=int, default=1,
+                        help='measure every case this many times, round-robin, each in a fresh process (median '
+                             'and range reported)')
     parser.add_argument('--backbone-only', action='store_true', help='measure model.backbone only')
     parser.add_argument('--train', action='store_true', help='forward + backward in training mode')
     parser.add_argument('--amp', action='store_true', help='bfloat16 autocast (default: fp32)')
@@ -171,6 +191,8 @@ def parse_args() -> argparse.Namespace:
             parse_size(size)
         except argparse.ArgumentTypeError as error:
             parser.error(str(error))
+    if args.rounds < 1 or args.repeats < 1:
+        parser.error('--rounds and --repeats must be at least 1')
     return args
 
 
@@ -182,9 +204,13 @@ def main() -> None:
         print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
                                  args.train, args.device, args.amp)))
         return
-    rows, failures = [], []
-    for size in args.sizes:
-        for spec in args.configs:
+    cases = [(size, index, spec) for size in args.sizes for index, spec in enumerate(args.configs)]
+    runs: Dict[Tuple[str, int], List[dict]] = {case[:2]: [] for case in cases}  # a config may be listed twice
+    failures = []
+    for completed_rounds in range(args.rounds):
+        for size, index, spec in cases:
+            if len(runs[size, index]) < completed_rounds:  # it failed in an earlier round
+                continue
             child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch',
                                     str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags],
                                    capture_output=True, text=True)
@@ -192,8 +218,9 @@ def main() -> None:
                 failures.append(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')
                 print(failures[-1], file=sys.stderr)
                 continue
-            rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
+            runs[size, index].append(json.loads(child.stdout.strip().splitlines()[-1]))
             print(f'measured {spec} at {size}px', file=sys.stderr)
+    rows = [median_of_rounds(measured) for measured in runs.values() if measured]
     if rows:
         print(table(rows))
     if failures:

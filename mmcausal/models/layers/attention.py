@@ -33,11 +33,12 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .context import TokenLayout
-from .rope import rotate_pairs
+from .rope import rotate_pairs_into, rotation_table
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
 
@@ -175,16 +176,52 @@ def merge_bias(bias: Tensor, attn_bias: Optional[Tensor]) -> Tensor:
 
 def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     """Fused projections ``(B, N, 3, heads, head_dim)`` -> ``q, k, v`` ``(B, heads, N, head_dim)``, q and k rotated
-    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE).
+    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``, constants; None = no RoPE).
 
     The three stay token-major in memory, so SDPA's output is token-major too and merging the heads for the output
-    projection is a view, not a copy kept for backward. With RoPE, q and k rotate in one pass and v is copied:
-    backward then keeps 3 widths per token for q, k, v, not the rotated q, k plus the 3-wide fused output.
+    projection is a view, not a copy kept for backward. With RoPE see :class:`_RotatedHeads`: backward keeps 3
+    widths per token for q, k, v, not the rotated q, k plus the 3-wide fused output.
     """
     if rope_angles is None:
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)
-    q, k = rotate_pairs(qkv[:, :, :2], rope_angles.unsqueeze(-2).unsqueeze(-2)).permute(2, 0, 3, 1, 4).unbind(0)
-    return q, k, qkv[:, :, 2].contiguous().transpose(1, 2)
+    if rope_angles.requires_grad and torch.is_grad_enabled():
+        raise AttentionConfigError('split_heads rotates by constant RoPE angles; a learnable RoPE rotates q and k '
+                                   'in its own mixer (rotate_pairs is differentiable in the angles).')
+    return _RotatedHeads.apply(qkv, rotation_table(rope_angles).unsqueeze(-2))
+
+
+class _RotatedHeads(torch.autograd.Function):
+    """:func:`split_heads` with RoPE as one function: q and k rotated and v copied into one new token-major
+    ``(B, N, 3, heads, head_dim)`` buffer, returned as three ``(B, heads, N, head_dim)`` views. Backward rotates
+    the q and k gradients back (``exp(-i a)``) and writes all three straight into one buffer of the input's shape;
+    autograd's composition of the same math would stack, reshape and concatenate them (three more passes over
+    ``qkv``-sized gradients per block). ``rotation``: the constant complex
+    ``exp(i a)``, broadcastable to ``(B, N, heads, head_dim/2)``. Differentiable once, in ``qkv``."""
+
+    @staticmethod
+    def forward(ctx, qkv: Tensor, rotation: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        out = torch.empty(qkv.shape, dtype=qkv.dtype, device=qkv.device)
+        rotate_pairs_into(out[:, :, 0], qkv[:, :, 0], rotation)
+        rotate_pairs_into(out[:, :, 1], qkv[:, :, 1], rotation)
+        out[:, :, 2].copy_(qkv[:, :, 2])
+        ctx.save_for_backward(rotation)
+        ctx.qkv_shape, ctx.qkv_dtype = qkv.shape, qkv.dtype
+        return tuple(out.permute(2, 0, 3, 1, 4).unbind(0))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, *grads: Optional[Tensor]) -> Tuple[Tensor, None]:
+        rotation, = ctx.saved_tensors
+        grad_qkv = torch.empty(ctx.qkv_shape, dtype=ctx.qkv_dtype, device=rotation.device)
+        for index, grad in enumerate(grads):
+            target = grad_qkv[:, :, index]
+            if grad is None:
+                target.zero_()
+            elif index < 2:
+                rotate_pairs_into(target, grad.transpose(1, 2), rotation.conj())
+            else:
+                target.copy_(grad.transpose(1, 2))
+        return grad_qkv, None
 
 
 def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: float = 0.,

@@ -2,7 +2,8 @@
 an optional feed-forward network given to it."""
 from typing import Callable, Optional
 
-from mmcv.cnn.bricks.drop import DropPath
+import torch
+from mmcv.cnn.bricks import drop
 from mmengine.model import BaseModule
 from mmpretrain.models.utils import LayerScale
 from torch import Tensor, nn
@@ -11,6 +12,30 @@ from .context import TokenLayout
 from .norm import build_norm_layer
 
 ModuleFactory = Callable[[int], nn.Module]  # a class or functools.partial called with embed_dims
+
+
+class DropPath(drop.DropPath):
+    """mmcv's stochastic depth (same ``drop_prob`` attribute and random draws) in one pass over ``x``:
+    ``x * (floor(keep + u) / keep)`` with one ``u ~ U[0, 1)`` per sample, as timm's ``drop_path``. mmcv divides
+    ``x`` first and multiplies after, two activation-sized passes forward and two backward; :meth:`residual`
+    also folds the residual sum into the same pass."""
+
+    def sample_scale(self, x: Tensor) -> Optional[Tensor]:
+        """``(B, 1, ...)`` per-sample factors ``floor(keep + u) / keep``, or None when nothing is dropped."""
+        if self.drop_prob == 0. or not self.training:
+            return None
+        keep_prob = 1. - self.drop_prob
+        return (keep_prob + torch.rand((x.shape[0], ) + (1, ) * (x.dim() - 1), dtype=x.dtype,
+                                       device=x.device)).floor_().div_(keep_prob)
+
+    def forward(self, x: Tensor) -> Tensor:
+        scale = self.sample_scale(x)
+        return x if scale is None else x * scale
+
+    def residual(self, identity: Tensor, branch: Tensor) -> Tensor:
+        """``identity + self(branch)`` in one pass (``addcmul``)."""
+        scale = self.sample_scale(branch)
+        return identity + branch if scale is None else torch.addcmul(identity, branch, scale)
 
 
 class TransformerBlock(BaseModule):
@@ -63,8 +88,8 @@ class TransformerBlock(BaseModule):
 
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         """``(B, N, D) -> (B, N, D)``; ``layout`` (grid, RoPE angles ...) goes to the mixer."""
-        x = x + self.drop_path(self.ls1(self.attn(self.norm1(x), layout)))
+        x = self.drop_path.residual(x, self.ls1(self.attn(self.norm1(x), layout)))
         if not self.with_ffn:
             return x
         ffn_out = self.ls2(self.ffn(self.norm2(x)))
-        return x + (self.drop_path(ffn_out) if self.ffn_drop_path else ffn_out)
+        return self.drop_path.residual(x, ffn_out) if self.ffn_drop_path else x + ffn_out

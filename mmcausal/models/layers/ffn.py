@@ -18,17 +18,19 @@ from torch.autograd.function import once_differentiable
 class _SiLUGate(torch.autograd.Function):
     """``silu(x1) * x2`` for ``x12 = [x1, x2]`` (split on the last dim), saving only ``x12`` for backward.
 
-    Plain autograd also keeps ``silu(x1)``; this backward recomputes the sigmoid ``s = sigmoid(x1)``:
-    ``d/dx1 = g x2 s (1 + x1 (1 - s))``, ``d/dx2 = g x1 s``, in place (two hidden-wide temporaries besides the
-    result). Differentiable once (``once_differentiable``): the gradients it returns carry no graph, so
-    a second derivative (``create_graph=True``) does not pass through the gate.
+    Plain autograd also keeps ``silu(x1)``; this backward recomputes it: ``d/dx1 = silu'(x1) g x2`` (torch's fused
+    ``silu_backward``), ``d/dx2 = silu(x1) g``, written into one ``x12``-sized result with no other temporary
+    (``g x2`` passes through the half that then takes ``d/dx2``): on CPU every fresh activation-sized buffer also
+    costs its page faults.
+    Differentiable once (``once_differentiable``): the gradients it returns carry no graph, so a second
+    derivative (``create_graph=True``) does not pass through the gate.
     """
 
     @staticmethod
     def forward(ctx, x12: Tensor) -> Tensor:
         ctx.save_for_backward(x12)
         x1, x2 = x12.chunk(2, dim=-1)
-        return F.silu(x1) * x2
+        return F.silu(x1).mul_(x2)
 
     @staticmethod
     @once_differentiable
@@ -37,12 +39,8 @@ class _SiLUGate(torch.autograd.Function):
         x1, x2 = x12.chunk(2, dim=-1)
         grad12 = torch.empty_like(x12)
         grad1, grad2 = grad12.chunk(2, dim=-1)
-        # in place: two hidden-wide temporaries besides the result (a plain expression makes about six)
-        sigmoid = torch.sigmoid(x1)
-        grad_s = grad * sigmoid
-        torch.mul(grad_s, x1, out=grad2)
-        grad_s.mul_(x2)
-        torch.mul(grad_s, sigmoid.neg_().add_(1).mul_(x1).add_(1), out=grad1)
+        torch.ops.aten.silu_backward.grad_input(torch.mul(grad, x2, out=grad2), x1, grad_input=grad1)
+        torch.ops.aten.silu.out(x1, out=grad2).mul_(grad)
         return grad12
 
 

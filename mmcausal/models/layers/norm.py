@@ -5,6 +5,7 @@ We register :class:`RMSNorm` (torch's :class:`torch.nn.RMSNorm` with a lighter b
 ``norm_cfg=dict(type='RMSNorm', eps=1e-6)`` next to mmcv's ``'LN'``, and build both with mmpretrain's
 ``build_norm_layer``.
 """
+import math
 from typing import Optional
 
 import torch
@@ -20,8 +21,9 @@ class _RMSNormFunction(torch.autograd.Function):
     :func:`torch.nn.functional.rms_norm`, saving only ``x`` and ``rstd`` (one value per row) for backward.
 
     On CPU torch composes RMSNorm from elementwise ops and autograd also keeps ``x * rstd``, a second
-    activation-sized tensor per norm; this backward recomputes it:
-    ``dx = rstd * (g w - x_hat * mean(g w x_hat))``, ``dw = sum(g x_hat)`` with ``x_hat = x * rstd``.
+    activation-sized tensor per norm. This backward needs one activation-sized buffer: with ``p = g * x``,
+    ``dw = rstd^T p`` over the rows and ``dx = rstd g w - x rstd^3 (p w) / D`` (``p w``: one dot product per row),
+    which is ``rstd * (g w - x_hat * mean(g w x_hat))`` with ``x_hat = x * rstd``.
     Differentiable once (``once_differentiable``), as the SwiGLU gate.
     """
 
@@ -29,7 +31,9 @@ class _RMSNormFunction(torch.autograd.Function):
     def forward(ctx, x: Tensor, weight: Optional[Tensor], num_dims: int, eps: float) -> Tensor:
         dims = tuple(range(-num_dims, 0))
         x32 = x.to(torch.promote_types(x.dtype, torch.float32))
-        rstd = torch.rsqrt(x32.square().mean(dims, keepdim=True).add_(eps))
+        # the row norm in one pass: x.square().mean() would write an activation-sized temporary
+        rstd = torch.linalg.vector_norm(x32, dim=dims, keepdim=True).square_().div_(math.prod(x.shape[-num_dims:]))
+        rstd = rstd.add_(eps).rsqrt_()
         ctx.save_for_backward(x, weight, rstd)
         ctx.dims = dims
         out = x32 * rstd
@@ -41,18 +45,20 @@ class _RMSNormFunction(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         x, weight, rstd = ctx.saved_tensors
-        x_hat = x.to(rstd.dtype).mul(rstd)
-        grad32 = grad.to(rstd.dtype)
+        x32, grad32 = x.to(rstd.dtype), grad.to(rstd.dtype)
+        rows, width = rstd.numel(), math.prod(x.shape[-len(ctx.dims):])
+        products = grad32 * x32  # g * x, then reused for the result: one activation-sized buffer
         grad_weight = None
-        if weight is not None:
-            if ctx.needs_input_grad[1]:
-                grad_weight = grad32 * x_hat
-                if x.dim() > weight.dim():  # batched: sum over the leading dims
-                    grad_weight = grad_weight.sum(tuple(range(x.dim() - weight.dim())))
-                grad_weight = grad_weight.to(weight.dtype)
-            grad32 = grad32 * weight
-        row_mean = (grad32 * x_hat).mean(ctx.dims, keepdim=True)
-        grad_x = x_hat.mul_(row_mean).neg_().add_(grad32).mul_(rstd)  # (g w - x_hat * row_mean) * rstd
+        if weight is None:
+            row_dot = products.reshape(rows, width).sum(-1)
+        else:
+            if ctx.needs_input_grad[1]:  # sum over rows of g * x_hat
+                grad_weight = (rstd.view(1, rows) @ products.reshape(rows, width)).view(weight.shape).to(weight.dtype)
+            row_dot = products.reshape(rows, width) @ weight.flatten().to(rstd.dtype)
+        # dx = rstd * (g w - x_hat * mean(g w x_hat)) = rstd * g w - x * rstd^3 * sum(g w x) / width
+        coefficient = rstd.view(rows).pow(3).mul_(row_dot).div_(-width).view(rstd.shape)
+        grad_x = grad32 if weight is None else torch.mul(grad32, weight, out=products)
+        grad_x = torch.mul(grad_x, rstd, out=products).addcmul_(x32, coefficient)
         return grad_x.to(x.dtype), grad_weight, None, None
 
 

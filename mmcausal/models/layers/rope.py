@@ -45,14 +45,35 @@ def rotate_pairs(x: Tensor, angles: Tensor) -> Tensor:
     """``(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a)`` for every channel pair of ``x`` ``(..., d)``,
     with ``angles`` broadcastable to ``(..., d // 2)`` (any token layout).
 
-    One complex product ``(x0 + i x1) * exp(i a)`` in fp32, cast back to ``x.dtype``; with fixed angles backward
-    keeps only the ``exp(i a)`` table, never a copy of ``x``.
+    One complex product ``(x0 + i x1) * exp(i a)`` in (at least) fp32, cast back to ``x.dtype``; with fixed angles
+    backward keeps only the ``exp(i a)`` table, never a copy of ``x``. Differentiable in ``x`` and ``angles``.
     """
-    pairs = x.float().unflatten(-1, (-1, 2))
+    pairs = complex_pairs(x.to(torch.promote_types(x.dtype, torch.float32)))
+    return torch.view_as_real(pairs * rotation_table(angles)).flatten(-2).type_as(x)
+
+
+def rotation_table(angles: Tensor) -> Tensor:
+    """``exp(i a)`` (complex) for an angle table ``a``, the factor :func:`rotate_pairs` multiplies pairs by."""
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def complex_pairs(x: Tensor) -> Tensor:
+    """Adjacent channel pairs of ``x`` ``(..., d)`` as complex numbers ``(..., d // 2)``: a view where the strides
+    allow it (whole ``(re, im)`` pairs), else a view of a contiguous copy."""
+    pairs = x.unflatten(-1, (-1, 2))
     if pairs.storage_offset() % 2 or any(stride % 2 for stride in pairs.stride()[:-1]) or pairs.stride(-1) != 1:
-        pairs = pairs.contiguous()  # a complex view needs whole (re, im) pairs
-    rotation = torch.polar(torch.ones_like(angles), angles)
-    return torch.view_as_real(torch.view_as_complex(pairs) * rotation).flatten(-2).type_as(x)
+        pairs = pairs.contiguous()
+    return torch.view_as_complex(pairs)
+
+
+def rotate_pairs_into(out: Tensor, x: Tensor, rotation: Tensor) -> None:
+    """Write ``x`` ``(..., d)`` with its channel pairs multiplied by ``rotation`` (complex, broadcastable to
+    ``(..., d // 2)``) into ``out`` (same shape, whole pairs in memory), without autograd. fp32/fp64 ``x`` is
+    rotated straight into ``out``; lower precision goes through fp32 and is cast back."""
+    if x.dtype == out.dtype and x.dtype in (torch.float32, torch.float64):
+        torch.mul(complex_pairs(x), rotation, out=torch.view_as_complex(out.unflatten(-1, (-1, 2))))
+    else:
+        out.copy_(torch.view_as_real(complex_pairs(x.float()) * rotation).flatten(-2))
 
 
 def rope_angles_1d(positions: Tensor, freqs: Tensor) -> Tensor:

@@ -290,3 +290,47 @@ def test_split_heads_equals_the_heads_first_rotation(per_sample):
     torch.testing.assert_close(k, apply_rotary(k_ref, angles))
     torch.testing.assert_close(v, v_ref, rtol=0, atol=0)
     assert all(t.shape == (batch, heads, tokens, head_dim) for t in (q, k, v))
+
+
+def _rotate_reference(x, angles):
+    """Interleaved RoPE written out: pair ``(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a)``."""
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+
+
+@pytest.mark.parametrize('per_sample', [False, True])
+@pytest.mark.parametrize('used', ['qkv', 'qk'])
+def test_split_heads_gradients_equal_the_rotation_formula(per_sample, used):
+    """Backward of the fused split (written straight into one qkv-shaped gradient) equals autograd through the
+    formula, in fp64, for shared and per-sample angles, and gives zeros where an output is unused."""
+    batch, tokens, heads, head_dim = 2, 5, 3, 8
+    torch.manual_seed(0)
+    qkv = torch.randn(batch, tokens, 3, heads, head_dim, dtype=torch.float64, requires_grad=True)
+    angles = torch.rand(*((batch, ) if per_sample else ()), tokens, head_dim // 2, dtype=torch.float64) * 6
+    outputs = split_heads(qkv, angles)[:len(used)]
+    grads = [torch.randn(batch, tokens, heads, head_dim, dtype=torch.float64).transpose(1, 2) for _ in used]
+    got, = torch.autograd.grad(outputs, qkv, grads)
+    head_angles = angles.unsqueeze(1) if per_sample else angles
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    expected_outputs = (_rotate_reference(q, head_angles), _rotate_reference(k, head_angles), v)[:len(used)]
+    for output, expected_output in zip(outputs, expected_outputs):
+        torch.testing.assert_close(output, expected_output)
+    expected, = torch.autograd.grad(expected_outputs, qkv, grads)
+    torch.testing.assert_close(got, expected)
+    if used == 'qk':
+        assert not got[:, :, 2].any()
+
+
+def test_split_heads_in_bfloat16_rotates_in_float32():
+    qkv = torch.randn(2, 5, 3, 2, 8)
+    angles = torch.rand(5, 4) * 6
+    q, _, _ = split_heads(qkv.bfloat16(), angles)
+    assert q.dtype == torch.bfloat16
+    torch.testing.assert_close(q.float(), _rotate_reference(qkv[:, :, 0].transpose(1, 2), angles),
+                               rtol=1e-2, atol=1e-2)
+
+
+def test_split_heads_refuses_learnable_angles():
+    with pytest.raises(ValueError, match='constant RoPE angles'):
+        split_heads(torch.randn(1, 4, 3, 2, 8), torch.rand(4, 4, requires_grad=True))

@@ -54,6 +54,25 @@ def test_drop_path_rate_is_settable_at_run_time():
     assert 0 < int((per_sample == 0).sum()) < 64, 'some samples skip both branches'
 
 
+def test_drop_path_is_stochastic_depth_with_the_same_draws_as_mmcv():
+    """Per sample ``x * floor(keep + u) / keep`` with mmcv's draw of ``u`` (so a seeded run drops the same
+    samples as mmcv's DropPath); the gradient is the same per-sample scale."""
+    block = TransformerBlock(8, MIXER, drop_path_rate=0.3).train()
+    x = torch.randn(256, 3, 8, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(1)
+    out = block.drop_path(x)
+    torch.manual_seed(1)
+    keep = (0.7 + torch.rand(256, 1, 1, dtype=torch.float64)).floor()
+    torch.testing.assert_close(out, x * keep / 0.7)
+    assert 0.5 < keep.mean() < 0.9, 'about 70 % of the samples are kept'
+    grad, = torch.autograd.grad(out, x, torch.ones_like(out))
+    torch.testing.assert_close(grad, (keep / 0.7).expand_as(x))
+    identity = torch.randn_like(x)
+    torch.manual_seed(1)
+    torch.testing.assert_close(block.drop_path.residual(identity, x), identity + x * keep / 0.7)
+    assert block.eval().drop_path(x) is x
+
+
 def test_windowed_blocks_share_one_key_mask_and_local_table_per_forward():
     torch.manual_seed(0)
     window = partial(WindowedAttention, num_heads=2, mask_mode='bidirectional', window_size=3)
