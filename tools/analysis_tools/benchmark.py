@@ -130,7 +130,7 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
         step()
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
-    row = dict(spec=spec, size=size, params=params, images_per_s=batch / seconds, ms=seconds * 1e3,
+    row = dict(spec=spec, size=size, batch=batch, params=params, images_per_s=batch / seconds, ms=seconds * 1e3,
                peak_mib=peak / 2**20, activation_mib=(peak - before) / 2**20)
     if train:  # after the timed steps: this forward's graph leaves the peak above untouched
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
@@ -139,12 +139,13 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
 
 
 def median_of_rounds(runs: List[dict]) -> dict:
-    """One case's rows from several rounds -> one row: the median of every measurement, and the step time's range
-    (``ms_min``, ``ms_max``)."""
+    """One case's rows from several rounds -> one row: the median of every measurement (images/s from the median
+    step time), and the step time's range (``ms_min``, ``ms_max``)."""
     row = dict(runs[0])
     for key, value in runs[0].items():
         if isinstance(value, float):
             row[key] = statistics.median(run[key] for run in runs)
+    row['images_per_s'] = row['batch'] * 1e3 / row['ms']
     row.update(rounds=len(runs), ms_min=min(run['ms'] for run in runs), ms_max=max(run['ms'] for run in runs))
     return row
 
@@ -204,12 +205,13 @@ def main() -> None:
         print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
                                  args.train, args.device, args.amp)))
         return
-    cases = [(size, index, spec) for size in args.sizes for index, spec in enumerate(args.configs)]
-    runs: Dict[Tuple[str, int], List[dict]] = {case[:2]: [] for case in cases}  # a config may be listed twice
+    cases = [((size_index, index), size, spec) for size_index, size in enumerate(args.sizes)
+             for index, spec in enumerate(args.configs)]
+    runs: Dict[Tuple[int, int], List[dict]] = {case: [] for case, _, _ in cases}  # a config or size may repeat
     failures = []
     for completed_rounds in range(args.rounds):
-        for size, index, spec in cases:
-            if len(runs[size, index]) < completed_rounds:  # it failed in an earlier round
+        for case, size, spec in cases:
+            if len(runs[case]) < completed_rounds:  # it failed in an earlier round
                 continue
             child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch',
                                     str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags],
@@ -218,7 +220,7 @@ def main() -> None:
                 failures.append(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')
                 print(failures[-1], file=sys.stderr)
                 continue
-            runs[size, index].append(json.loads(child.stdout.strip().splitlines()[-1]))
+            runs[case].append(json.loads(child.stdout.strip().splitlines()[-1]))
             print(f'measured {spec} at {size}px', file=sys.stderr)
     rows = [median_of_rounds(measured) for measured in runs.values() if measured]
     if rows:

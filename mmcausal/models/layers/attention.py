@@ -38,7 +38,7 @@ from torch.autograd.function import once_differentiable
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .context import TokenLayout
-from .rope import rotate_pairs_into, rotation_table
+from .rope import rotate_pairs, rotate_pairs_into, rotation_table
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
 
@@ -87,10 +87,13 @@ def soft_mask_attention(q: Tensor, k: Tensor, v: Tensor, alpha: float, attn_bias
     all keys. That is one softmax over the ``2N`` keys ``[k; k]`` with values ``[v; alpha v]`` where query ``t``
     sees the first copy of key ``s`` only for ``s <= t`` and the second only for ``s > t``: each key enters the
     normaliser once, so outputs and gradients equal :func:`explicit_attention` with ``post_softmax_weights``.
-    Inputs ``(B, heads, N, head_dim)``; backward keeps the doubled ``k``/``v`` and one shared ``(N, 2N)`` bias,
-    never a ``(B, heads, N, N)`` tensor.
+    Inputs ``(B, heads, N, head_dim)``; backward keeps ``q``, the doubled ``k``/``v`` and one shared ``(N, 2N)``
+    bias, never a ``(B, heads, N, N)`` tensor. ``q`` is copied (token-major, so the output stays token-major too):
+    as a view into the fused ``q, k, v`` buffer of :func:`split_heads` it would keep all three widths alive for
+    backward, while ``k`` and ``v`` enter only the copies made here.
     """
     num_tokens = q.shape[-2]
+    q = q.transpose(1, 2).contiguous().transpose(1, 2)
     bias = soft_mask_key_bias(num_tokens, q.device, q.dtype)
     if attn_bias is not None:
         bias = merge_bias(bias, torch.cat((attn_bias, attn_bias), dim=-1)
@@ -176,18 +179,20 @@ def merge_bias(bias: Tensor, attn_bias: Optional[Tensor]) -> Tensor:
 
 def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     """Fused projections ``(B, N, 3, heads, head_dim)`` -> ``q, k, v`` ``(B, heads, N, head_dim)``, q and k rotated
-    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``, constants; None = no RoPE).
+    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE).
 
     The three stay token-major in memory, so SDPA's output is token-major too and merging the heads for the output
-    projection is a view, not a copy kept for backward. With RoPE see :class:`_RotatedHeads`: backward keeps 3
-    widths per token for q, k, v, not the rotated q, k plus the 3-wide fused output.
+    projection is a view, not a copy kept for backward. With RoPE, backward keeps 3 widths per token for q, k, v,
+    not the rotated q, k plus the 3-wide fused output. Constant angles go through :class:`_RotatedHeads`; angles
+    that need a gradient (learnable frequencies) through autograd's composition of :func:`rotate_pairs`.
     """
     if rope_angles is None:
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)
-    if rope_angles.requires_grad and torch.is_grad_enabled():
-        raise AttentionConfigError('split_heads rotates by constant RoPE angles; a learnable RoPE rotates q and k '
-                                   'in its own mixer (rotate_pairs is differentiable in the angles).')
-    return _RotatedHeads.apply(qkv, rotation_table(rope_angles).unsqueeze(-2))
+    if not (rope_angles.requires_grad and torch.is_grad_enabled()):
+        return _RotatedHeads.apply(qkv, rotation_table(rope_angles).unsqueeze(-2))
+    qk, v = qkv.split((2, 1), dim=2)
+    q, k = rotate_pairs(qk, rope_angles.unsqueeze(-2).unsqueeze(-2)).permute(2, 0, 3, 1, 4).unbind(0)
+    return q, k, v.squeeze(2).contiguous().transpose(1, 2)
 
 
 class _RotatedHeads(torch.autograd.Function):
@@ -196,7 +201,8 @@ class _RotatedHeads(torch.autograd.Function):
     the q and k gradients back (``exp(-i a)``) and writes all three straight into one buffer of the input's shape;
     autograd's composition of the same math would stack, reshape and concatenate them (three more passes over
     ``qkv``-sized gradients per block). ``rotation``: the constant complex
-    ``exp(i a)``, broadcastable to ``(B, N, heads, head_dim/2)``. Differentiable once, in ``qkv``."""
+    ``exp(i a)``, broadcastable to ``(B, N, heads, head_dim/2)``. Differentiable once, in ``qkv``; an unused
+    output's gradient is zero."""
 
     @staticmethod
     def forward(ctx, qkv: Tensor, rotation: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
@@ -205,14 +211,15 @@ class _RotatedHeads(torch.autograd.Function):
         rotate_pairs_into(out[:, :, 1], qkv[:, :, 1], rotation)
         out[:, :, 2].copy_(qkv[:, :, 2])
         ctx.save_for_backward(rotation)
-        ctx.qkv_shape, ctx.qkv_dtype = qkv.shape, qkv.dtype
+        ctx.qkv_shape, ctx.qkv_dtype, ctx.qkv_device = qkv.shape, qkv.dtype, qkv.device
+        ctx.set_materialize_grads(False)  # an unused output's gradient arrives as None: no zeros to rotate
         return tuple(out.permute(2, 0, 3, 1, 4).unbind(0))
 
     @staticmethod
     @once_differentiable
     def backward(ctx, *grads: Optional[Tensor]) -> Tuple[Tensor, None]:
         rotation, = ctx.saved_tensors
-        grad_qkv = torch.empty(ctx.qkv_shape, dtype=ctx.qkv_dtype, device=rotation.device)
+        grad_qkv = torch.empty(ctx.qkv_shape, dtype=ctx.qkv_dtype, device=ctx.qkv_device)
         for index, grad in enumerate(grads):
             target = grad_qkv[:, :, index]
             if grad is None:

@@ -15,27 +15,27 @@ ModuleFactory = Callable[[int], nn.Module]  # a class or functools.partial calle
 
 
 class DropPath(drop.DropPath):
-    """mmcv's stochastic depth (same ``drop_prob`` attribute and random draws) in one pass over ``x``:
-    ``x * (floor(keep + u) / keep)`` with one ``u ~ U[0, 1)`` per sample, as timm's ``drop_path``. mmcv divides
-    ``x`` first and multiplies after, two activation-sized passes forward and two backward; :meth:`residual`
-    also folds the residual sum into the same pass."""
+    """mmcv's stochastic depth (same ``drop_prob`` attribute and random draws): ``x * floor(keep + u) / keep`` with
+    one ``u ~ U[0, 1)`` per sample. :meth:`residual` adds it to the residual stream in one pass (``addcmul``, with
+    ``1 / keep`` applied in the op's compute precision, so bf16 is rounded once per element as in mmcv); mmcv
+    divides, multiplies and then the block adds: three activation-sized passes forward and two backward."""
 
-    def sample_scale(self, x: Tensor) -> Optional[Tensor]:
-        """``(B, 1, ...)`` per-sample factors ``floor(keep + u) / keep``, or None when nothing is dropped."""
+    def keep_mask(self, x: Tensor) -> Optional[Tensor]:
+        """``(B, 1, ...)`` per-sample ``floor(keep + u)`` (1 = keep, 0 = drop), or None when nothing is dropped."""
         if self.drop_prob == 0. or not self.training:
             return None
-        keep_prob = 1. - self.drop_prob
-        return (keep_prob + torch.rand((x.shape[0], ) + (1, ) * (x.dim() - 1), dtype=x.dtype,
-                                       device=x.device)).floor_().div_(keep_prob)
+        shape = (x.shape[0], ) + (1, ) * (x.dim() - 1)
+        return (1. - self.drop_prob + torch.rand(shape, dtype=x.dtype, device=x.device)).floor_()
 
     def forward(self, x: Tensor) -> Tensor:
-        scale = self.sample_scale(x)
-        return x if scale is None else x * scale
+        mask = self.keep_mask(x)
+        return x if mask is None else (x * mask).mul_(1. / (1. - self.drop_prob))
 
     def residual(self, identity: Tensor, branch: Tensor) -> Tensor:
-        """``identity + self(branch)`` in one pass (``addcmul``)."""
-        scale = self.sample_scale(branch)
-        return identity + branch if scale is None else torch.addcmul(identity, branch, scale)
+        """``identity + self(branch)`` in one pass."""
+        mask = self.keep_mask(branch)
+        return identity + branch if mask is None else torch.addcmul(identity, branch, mask,
+                                                                     value=1. / (1. - self.drop_prob))
 
 
 class TransformerBlock(BaseModule):

@@ -72,8 +72,9 @@ class ClassAttentionBlock(TransformerBlock):
 
     def forward(self, cls_token: Tensor, patches: Tensor) -> Tensor:
         """New class token ``(B, 1, C)`` from the class token and the ``(B, N, C)`` patch tokens."""
-        cls_token = cls_token + self.drop_path(self.ls1(self.attn(self.norm1(torch.cat((cls_token, patches), dim=1)))))
-        return cls_token + self.drop_path(self.ls2(self.ffn(self.norm2(cls_token))))
+        cls_token = self.drop_path.residual(cls_token,
+                                            self.ls1(self.attn(self.norm1(torch.cat((cls_token, patches), dim=1)))))
+        return self.drop_path.residual(cls_token, self.ls2(self.ffn(self.norm2(cls_token))))
 
 
 class ClassAttentionStage(BaseModule):

@@ -48,13 +48,15 @@ class _RMSNormFunction(torch.autograd.Function):
         x32, grad32 = x.to(rstd.dtype), grad.to(rstd.dtype)
         rows, width = rstd.numel(), math.prod(x.shape[-len(ctx.dims):])
         products = grad32 * x32  # g * x, then reused for the result: one activation-sized buffer
+        rows_of_products = products.reshape(rows, width)
         grad_weight = None
-        if weight is None:
-            row_dot = products.reshape(rows, width).sum(-1)
-        else:
-            if ctx.needs_input_grad[1]:  # sum over rows of g * x_hat
-                grad_weight = (rstd.view(1, rows) @ products.reshape(rows, width)).view(weight.shape).to(weight.dtype)
-            row_dot = products.reshape(rows, width) @ weight.flatten().to(rstd.dtype)
+        with torch.autocast('cpu', enabled=False):  # a backward run under autocast keeps these products in fp32
+            if weight is None:
+                row_dot = rows_of_products.sum(-1)
+            else:
+                if ctx.needs_input_grad[1]:  # sum over rows of g * x_hat
+                    grad_weight = (rstd.view(1, rows) @ rows_of_products).view(weight.shape).to(weight.dtype)
+                row_dot = rows_of_products @ weight.flatten().to(rstd.dtype)
         # dx = rstd * (g w - x_hat * mean(g w x_hat)) = rstd * g w - x * rstd^3 * sum(g w x) / width
         coefficient = rstd.view(rows).pow(3).mul_(row_dot).div_(-width).view(rstd.shape)
         grad_x = grad32 if weight is None else torch.mul(grad32, weight, out=products)
@@ -63,7 +65,7 @@ class _RMSNormFunction(torch.autograd.Function):
 
 
 class RMSNorm(nn.RMSNorm):
-    """:class:`torch.nn.RMSNorm` (same arguments, parameters and values) whose backward keeps one
+    """:class:`torch.nn.RMSNorm` (same arguments and parameters, values equal up to rounding) whose backward keeps one
     activation-sized tensor (its input) instead of two on CPU, see :class:`_RMSNormFunction`; elsewhere torch's
     fused kernel already keeps only the input and ``rstd``. ``(..., *shape)`` in and out."""
 

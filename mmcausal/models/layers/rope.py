@@ -59,10 +59,10 @@ def rotation_table(angles: Tensor) -> Tensor:
 
 def complex_pairs(x: Tensor) -> Tensor:
     """Adjacent channel pairs of ``x`` ``(..., d)`` as complex numbers ``(..., d // 2)``: a view where the strides
-    allow it (whole ``(re, im)`` pairs), else a view of a contiguous copy."""
+    allow it (whole ``(re, im)`` pairs), else a view of a fresh contiguous copy."""
     pairs = x.unflatten(-1, (-1, 2))
     if pairs.storage_offset() % 2 or any(stride % 2 for stride in pairs.stride()[:-1]) or pairs.stride(-1) != 1:
-        pairs = pairs.contiguous()
+        pairs = pairs.clone(memory_format=torch.contiguous_format)
     return torch.view_as_complex(pairs)
 
 

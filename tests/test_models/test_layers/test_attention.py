@@ -10,6 +10,7 @@ import torch
 
 from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import (
+    GridRoPE,
     SelfAttention,
     TokenLayout,
     apply_rotary,
@@ -301,36 +302,52 @@ def _rotate_reference(x, angles):
 
 @pytest.mark.parametrize('per_sample', [False, True])
 @pytest.mark.parametrize('used', ['qkv', 'qk'])
-def test_split_heads_gradients_equal_the_rotation_formula(per_sample, used):
+@pytest.mark.parametrize('dtype', [torch.float64, torch.float32, torch.bfloat16])
+def test_split_heads_gradients_equal_the_rotation_formula(per_sample, used, dtype):
     """Backward of the fused split (written straight into one qkv-shaped gradient) equals autograd through the
-    formula, in fp64, for shared and per-sample angles, and gives zeros where an output is unused."""
+    formula in fp64, for shared and per-sample angles and in every dtype (bf16 rotates in fp32), with zeros where an
+    output is unused."""
     batch, tokens, heads, head_dim = 2, 5, 3, 8
     torch.manual_seed(0)
-    qkv = torch.randn(batch, tokens, 3, heads, head_dim, dtype=torch.float64, requires_grad=True)
-    angles = torch.rand(*((batch, ) if per_sample else ()), tokens, head_dim // 2, dtype=torch.float64) * 6
-    outputs = split_heads(qkv, angles)[:len(used)]
-    grads = [torch.randn(batch, tokens, heads, head_dim, dtype=torch.float64).transpose(1, 2) for _ in used]
-    got, = torch.autograd.grad(outputs, qkv, grads)
+    # inputs representable in dtype, so the fp64 reference sees exactly what ours sees
+    qkv = torch.randn(batch, tokens, 3, heads, head_dim).to(dtype).double()
+    angles = (torch.rand(*((batch, ) if per_sample else ()), tokens, head_dim // 2) * 6).double()
+    grads = [torch.randn(batch, tokens, heads, head_dim).to(dtype).double().transpose(1, 2) for _ in used]
+    ours = qkv.to(dtype).requires_grad_()
+    outputs = split_heads(ours, angles if dtype == torch.float64 else angles.float())[:len(used)]
+    got, = torch.autograd.grad(outputs, ours, [grad.to(dtype) for grad in grads])
+    reference = qkv.clone().requires_grad_()
     head_angles = angles.unsqueeze(1) if per_sample else angles
-    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    q, k, v = reference.permute(2, 0, 3, 1, 4)
     expected_outputs = (_rotate_reference(q, head_angles), _rotate_reference(k, head_angles), v)[:len(used)]
     for output, expected_output in zip(outputs, expected_outputs):
-        torch.testing.assert_close(output, expected_output)
-    expected, = torch.autograd.grad(expected_outputs, qkv, grads)
-    torch.testing.assert_close(got, expected)
+        torch.testing.assert_close(output, expected_output.to(dtype))
+    expected, = torch.autograd.grad(expected_outputs, reference, grads)
+    torch.testing.assert_close(got, expected.to(dtype))
     if used == 'qk':
         assert not got[:, :, 2].any()
 
 
 def test_split_heads_in_bfloat16_rotates_in_float32():
-    qkv = torch.randn(2, 5, 3, 2, 8)
-    angles = torch.rand(5, 4) * 6
-    q, _, _ = split_heads(qkv.bfloat16(), angles)
+    """bf16 q is the fp64 rotation of the bf16 input rounded once to bf16 (at most one bf16 step off); a
+    rotation computed in bf16 rounds after every product and sum."""
+    torch.manual_seed(0)
+    qkv = torch.randn(2, 64, 3, 2, 8).bfloat16()
+    angles = torch.rand(64, 4) * 6
+    q, _, _ = split_heads(qkv, angles)
     assert q.dtype == torch.bfloat16
-    torch.testing.assert_close(q.float(), _rotate_reference(qkv[:, :, 0].transpose(1, 2), angles),
-                               rtol=1e-2, atol=1e-2)
+    expected = _rotate_reference(qkv[:, :, 0].transpose(1, 2).double(), angles.double())
+    torch.testing.assert_close(q.double(), expected.bfloat16().double(), rtol=2 ** -7, atol=1e-6)
 
 
-def test_split_heads_refuses_learnable_angles():
-    with pytest.raises(ValueError, match='constant RoPE angles'):
-        split_heads(torch.randn(1, 4, 3, 2, 8), torch.rand(4, 4, requires_grad=True))
+def test_split_heads_passes_gradients_to_learnable_rope_frequencies():
+    """Learnable frequencies (GridRoPE ``learnable_freqs``) get their gradient; values equal the constant path."""
+    torch.manual_seed(0)
+    rope = GridRoPE(8, mode='1d', learnable_freqs=True)
+    attention = SelfAttention(16, num_heads=2, mask_mode='causal')
+    x = torch.randn(2, 4, 16)
+    angles = rope.sequence_angles((2, 2))
+    out = attention.attend(x, angles)
+    out.square().sum().backward()
+    assert rope.freqs.grad is not None and rope.freqs.grad.abs().sum() > 0
+    torch.testing.assert_close(out, attention.attend(x, angles.detach()))
