@@ -177,9 +177,11 @@ def merge_bias(bias: Tensor, attn_bias: Optional[Tensor]) -> Tensor:
     return bias + attn_bias
 
 
-def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None,
+                rotation: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
     """Fused projections ``(B, N, 3, heads, head_dim)`` -> ``q, k, v`` ``(B, heads, N, head_dim)``, q and k rotated
-    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE).
+    by ``rope_angles`` (``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE). ``rotation``: its
+    ``rotation_table`` when the caller shares one across blocks (:meth:`TokenLayout.rope_rotation`); None = made here.
 
     The three stay token-major in memory, so SDPA's output is token-major too and merging the heads for the output
     projection is a view, not a copy kept for backward. With RoPE, backward keeps 3 widths per token for q, k, v,
@@ -189,7 +191,7 @@ def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None) -> Tuple[Tens
     if rope_angles is None:
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)
     if not (rope_angles.requires_grad and torch.is_grad_enabled()):
-        return _RotatedHeads.apply(qkv, rotation_table(rope_angles).unsqueeze(-2))
+        return _RotatedHeads.apply(qkv, (rotation_table(rope_angles) if rotation is None else rotation).unsqueeze(-2))
     qk, v = qkv.split((2, 1), dim=2)
     q, k = rotate_pairs(qk, rope_angles.unsqueeze(-2).unsqueeze(-2)).permute(2, 0, 3, 1, 4).unbind(0)
     return q, k, v.squeeze(2).contiguous().transpose(1, 2)
@@ -291,17 +293,22 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         """``x`` ``(B, N, D)`` -> ``(B, N, D)``, rotated by the layout's sequence angles (if any)."""
-        return self.attend(x, None if layout is None else layout.angles)
+        if layout is None:
+            return self.attend(x)
+        return self.attend(x, layout.angles, rotation=layout.rope_rotation())
 
-    def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None) -> Tensor:
+    def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None,
+               rotation: Optional[Tensor] = None) -> Tensor:
         """Attention over the ``N`` tokens of ``x`` ``(B, N, D)``.
 
         Args:
             rope_angles: ``(N, head_dim/2)`` or ``(B, N, head_dim/2)``; None = no RoPE.
             attn_bias: optional float bias / boolean mask, see :func:`masked_attention`.
+            rotation: ``rotation_table(rope_angles)`` shared across blocks, see :func:`split_heads`.
         """
         batch, num_tokens, embed_dims = x.shape
-        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles)
+        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
+                              rotation)
         out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, attn_bias, probe=self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 

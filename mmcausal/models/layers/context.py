@@ -8,9 +8,10 @@ angles), so each is built once per forward however many blocks use it.
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
+import torch
 from torch import Tensor
 
-from .rope import GridRoPE
+from .rope import GridRoPE, rotation_table
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,11 @@ class TokenLayout:
         if key not in self._memo:
             self._memo[key] = build()
         return self._memo[key]
+
+    def rope_rotation(self) -> Optional[Tensor]:
+        """``exp(i * angles)`` of the sequence angles, made once per forward and shared by every block (each
+        block's backward then keeps the same table); None without RoPE or when the angles need a gradient
+        (learnable frequencies rotate through autograd)."""
+        if self.angles is None or (self.angles.requires_grad and torch.is_grad_enabled()):
+            return None
+        return self.memo('rope_rotation', lambda: rotation_table(self.angles))

@@ -110,15 +110,18 @@ class TalkingHeadsAttention(SelfAttention):
         self.proj_l = nn.Linear(num_heads, num_heads)
         self.proj_w = nn.Linear(num_heads, num_heads)
 
-    def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None) -> Tensor:
+    def attend(self, x: Tensor, rope_angles: Optional[Tensor] = None, attn_bias: Optional[Tensor] = None,
+               rotation: Optional[Tensor] = None) -> Tensor:
         """Talking-heads attention over the ``N`` tokens of ``x`` ``(B, N, C)``; ``attn_bias`` may only be a
-        boolean key mask (True = attend), the same for every head: broadcastable to ``(B, 1, N, N)``."""
+        boolean key mask (True = attend), the same for every head: broadcastable to ``(B, 1, N, N)``; RoPE
+        arguments as :meth:`SelfAttention.attend`."""
         if attn_bias is not None and (attn_bias.dtype != torch.bool or attn_bias.dim() != 4 or attn_bias.shape[1] != 1):
             raise AttentionConfigError('Talking-heads attention takes a boolean key mask shared by the heads, shape '
                                        '(B, 1, Nq or 1, Nk): a float bias or a per-head mask would be mixed across '
                                        'heads.')
         batch, num_tokens, embed_dims = x.shape
-        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles)
+        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
+                              rotation)
         explicit = self.impl == 'explicit' or (self.impl == 'auto' and num_tokens <= embed_dims)
         if explicit or explicit_attention_requested():
             out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe)

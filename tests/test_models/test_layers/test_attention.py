@@ -351,3 +351,25 @@ def test_split_heads_passes_gradients_to_learnable_rope_frequencies():
     out.square().sum().backward()
     assert rope.freqs.grad is not None and rope.freqs.grad.abs().sum() > 0
     torch.testing.assert_close(out, attention.attend(x, angles.detach()))
+
+
+def test_blocks_of_one_forward_share_one_rotation_table():
+    """The layout makes ``exp(i a)`` once per forward: every block's backward keeps that one table (not one each),
+    and the result equals each block rotating on its own."""
+    torch.manual_seed(0)
+    blocks = [SelfAttention(16, num_heads=2, mask_mode='causal') for _ in range(3)]
+    angles = rope_angles_1d(torch.arange(5), rope_frequencies(4))
+    layout = TokenLayout(grid=(1, 5), angles=angles)
+    x = torch.randn(2, 5, 16)
+    complex_storages = set()
+
+    def pack(tensor):
+        if tensor.is_complex():
+            complex_storages.add(tensor.untyped_storage().data_ptr())
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        shared = [block(x, layout) for block in blocks]
+    assert len(complex_storages) == 1
+    for block, out in zip(blocks, shared):
+        torch.testing.assert_close(out, block.attend(x, angles))
