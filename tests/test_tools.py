@@ -142,3 +142,25 @@ def test_benchmark_amp_runs_the_step_in_bfloat16():
             row = benchmark.measure(CLS, '64', 1, 1, backbone_only=True, train=True, device='cpu', amp=amp)
             assert row['ms'] > 0 and row['params'] > 0
     assert seen and {seen[0], seen[-1]} == {torch.float32, torch.bfloat16}
+
+
+def test_attention_benchmark_times_the_chosen_cases_against_bidirectional():
+    """``--cases`` picks the mask modes; ``x bidir`` is each row's time over the bidirectional row's at the same
+    length (1.000 for that row); an unknown mode or an alpha outside [0, 1] is refused before anything runs."""
+    tool = [sys.executable, 'tools/analysis_tools/benchmark_attention.py', '--device', 'cpu']
+    result = subprocess.run([*tool, '--tokens', '16', '40', '--batch', '1', '--heads', '2', '--head-dim', '8',
+                             '--repeats', '1', '--cases', 'bidirectional', 'causal:0', 'official:0.5'],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+    assert [(row[0], row[1], row[2]) for row in rows] == [
+        (tokens, mode, alpha) for tokens in ('16', '40')
+        for mode, alpha in (('bidirectional', '0.00'), ('causal', '0.00'), ('official', '0.50'))]
+    for row in rows:
+        ms, ratio, bidirectional_ms = float(row[3]), float(row[4]), float(rows[3 * (row[0] == '40')][3])
+        assert ms > 0 and ratio > 0
+        assert ratio * bidirectional_ms == pytest.approx(ms, abs=0.05 * (1 + ratio))  # ms are printed to 0.1
+    assert [row[4] for row in rows[::3]] == ['1.000', '1.000']
+    for bad in ('sliding', 'causal:1.5', 'causal:x'):
+        refused = subprocess.run([*tool, '--cases', bad], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and '--cases' in refused.stderr, refused.stderr[-500:]

@@ -2,11 +2,14 @@
 
     python tools/analysis_tools/benchmark_attention.py [--device cpu|cuda] [--dtype float32|bfloat16]
         [--tokens 197 1025 4097] [--batch 2] [--heads 12] [--head-dim 64] [--repeats 5]
+        [--cases bidirectional:0 causal:0 causal:0.5 official:0 official:0.5]
 
 Each row is one forward + backward of :func:`mmcausal.models.layers.masked_attention` on random
 ``(B, heads, N, head_dim)`` q/k/v. ``causal`` at alpha = 0 and ``bidirectional`` use SDPA's fused kernels;
 ``causal`` with 0 < alpha < 1 uses SDPA with an (N, N) float bias; ``official`` at alpha < 1 uses one SDPA call
 over every key twice with an (N, 2N) float bias (:func:`mmcausal.models.layers.soft_mask_attention`).
+``x bidir`` is a row's time over that of ``bidirectional`` at the same length (when that case is measured): how much
+of the masked work a kernel skips (exactly half of the scores would give 0.5).
 """
 import argparse
 import time
@@ -14,10 +17,25 @@ from typing import Dict, List, Tuple
 
 import torch
 
-from mmcausal.models.layers import masked_attention
+from mmcausal.models.layers import MASK_MODES, masked_attention
 
 CASES: List[Tuple[str, float]] = [('bidirectional', 0.), ('causal', 0.), ('causal', 0.5), ('official', 0.),
                                   ('official', 0.5)]
+
+
+def parse_case(text: str) -> Tuple[str, float]:
+    """``'mode:alpha'`` (or ``'mode'``, alpha 0) -> ``(mode, alpha)``, for ``--cases``."""
+    mode, _, alpha = text.partition(':')
+    if mode not in MASK_MODES:
+        raise argparse.ArgumentTypeError(f'unknown mask mode {mode!r} in {text!r}; choose from {list(MASK_MODES)}')
+    try:
+        rate = float(alpha or 0.)
+    except ValueError:
+        rate = -1.
+    if not 0. <= rate <= 1.:
+        raise argparse.ArgumentTypeError(f'expected MODE or MODE:ALPHA with 0 <= ALPHA <= 1 (e.g. causal:0.5), '
+                                         f'got {text!r}')
+    return mode, rate
 
 
 def measure(mode: str, alpha: float, shape: Tuple[int, ...], device: str, dtype: torch.dtype,
@@ -52,17 +70,21 @@ def main() -> None:
     parser.add_argument('--heads', type=int, default=12)
     parser.add_argument('--head-dim', type=int, default=64)
     parser.add_argument('--repeats', type=int, default=5)
+    parser.add_argument('--cases', type=parse_case, nargs='+', default=CASES, metavar='MODE[:ALPHA]',
+                        help='mask modes and soft-mask rates to time (default: every case)')
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
     print(f'device={args.device} dtype={args.dtype} batch={args.batch} heads={args.heads} '
           f'head_dim={args.head_dim} (forward + backward)')
-    header = f'{"tokens":>7} {"mode":>14} {"alpha":>5} {"ms":>10}'
+    header = f'{"tokens":>7} {"mode":>14} {"alpha":>5} {"ms":>10} {"x bidir":>8}'
     print(header + (f' {"peak MiB":>10}' if args.device == 'cuda' else ''))
     for tokens in args.tokens:
         shape = (args.batch, args.heads, tokens, args.head_dim)
-        for mode, alpha in CASES:
-            row = measure(mode, alpha, shape, args.device, dtype, args.repeats)
-            line = f'{tokens:>7} {mode:>14} {alpha:>5.2f} {row["ms"]:>10.1f}'
+        rows = {case: measure(*case, shape, args.device, dtype, args.repeats) for case in args.cases}
+        bidirectional = next((row['ms'] for (mode, _), row in rows.items() if mode == 'bidirectional'), None)
+        for (mode, alpha), row in rows.items():
+            ratio = f'{row["ms"] / bidirectional:>8.3f}' if bidirectional else f'{"-":>8}'
+            line = f'{tokens:>7} {mode:>14} {alpha:>5.2f} {row["ms"]:>10.1f} {ratio}'
             if 'peak_mib' in row:
                 line += f' {row["peak_mib"]:>10.1f}'
             print(line, flush=True)
