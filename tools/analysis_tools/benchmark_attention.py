@@ -8,12 +8,14 @@ Each row is one forward + backward of :func:`mmcausal.models.layers.masked_atten
 ``(B, heads, N, head_dim)`` q/k/v. ``causal`` at alpha = 0 and ``bidirectional`` use SDPA's fused kernels;
 ``causal`` with 0 < alpha < 1 uses SDPA with an (N, N) float bias; ``official`` at alpha < 1 uses one SDPA call
 over every key twice with an (N, 2N) float bias (:func:`mmcausal.models.layers.soft_mask_attention`).
-``x bidir`` is a row's time over that of ``bidirectional`` at the same length (when that case is measured): how much
-of the masked work a kernel skips (exactly half of the scores would give 0.5).
+``x bidir`` is a row's time over that of ``bidirectional`` at the same length (when that case is chosen): the share
+of the full attention's time a mode costs, e.g. 0.5 for a causal kernel that computes exactly the unmasked half of
+the scores, about 2 for ``official`` at alpha < 1 (it attends over 2N keys). Rows print as they are measured;
+a repeated case is measured once.
 """
 import argparse
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -24,7 +26,8 @@ CASES: List[Tuple[str, float]] = [('bidirectional', 0.), ('causal', 0.), ('causa
 
 
 def parse_case(text: str) -> Tuple[str, float]:
-    """``'mode:alpha'`` (or ``'mode'``, alpha 0) -> ``(mode, alpha)``, for ``--cases``."""
+    """``'mode:alpha'`` (or ``'mode'``, alpha 0) -> ``(mode, alpha)``, for ``--cases``; ``bidirectional`` ignores
+    alpha, so its alpha is always 0."""
     mode, _, alpha = text.partition(':')
     if mode not in MASK_MODES:
         raise argparse.ArgumentTypeError(f'unknown mask mode {mode!r} in {text!r}; choose from {list(MASK_MODES)}')
@@ -35,7 +38,7 @@ def parse_case(text: str) -> Tuple[str, float]:
     if not 0. <= rate <= 1.:
         raise argparse.ArgumentTypeError(f'expected MODE or MODE:ALPHA with 0 <= ALPHA <= 1 (e.g. causal:0.5), '
                                          f'got {text!r}')
-    return mode, rate
+    return mode, 0. if mode == 'bidirectional' else rate
 
 
 def measure(mode: str, alpha: float, shape: Tuple[int, ...], device: str, dtype: torch.dtype,
@@ -60,7 +63,7 @@ def measure(mode: str, alpha: float, shape: Tuple[int, ...], device: str, dtype:
     return result
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
@@ -72,7 +75,8 @@ def main() -> None:
     parser.add_argument('--repeats', type=int, default=5)
     parser.add_argument('--cases', type=parse_case, nargs='+', default=CASES, metavar='MODE[:ALPHA]',
                         help='mask modes and soft-mask rates to time (default: every case)')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    cases = list(dict.fromkeys(args.cases))
     dtype = getattr(torch, args.dtype)
     print(f'device={args.device} dtype={args.dtype} batch={args.batch} heads={args.heads} '
           f'head_dim={args.head_dim} (forward + backward)')
@@ -80,9 +84,12 @@ def main() -> None:
     print(header + (f' {"peak MiB":>10}' if args.device == 'cuda' else ''))
     for tokens in args.tokens:
         shape = (args.batch, args.heads, tokens, args.head_dim)
-        rows = {case: measure(*case, shape, args.device, dtype, args.repeats) for case in args.cases}
-        bidirectional = next((row['ms'] for (mode, _), row in rows.items() if mode == 'bidirectional'), None)
-        for (mode, alpha), row in rows.items():
+        # the reference row is timed first, so every row can print its ratio as soon as it is measured
+        rows = {case: measure(*case, shape, args.device, dtype, args.repeats)
+                for case in cases if case == ('bidirectional', 0.)}
+        bidirectional = rows[('bidirectional', 0.)]['ms'] if rows else None
+        for mode, alpha in cases:
+            row = rows.get((mode, alpha)) or measure(mode, alpha, shape, args.device, dtype, args.repeats)
             ratio = f'{row["ms"] / bidirectional:>8.3f}' if bidirectional else f'{"-":>8}'
             line = f'{tokens:>7} {mode:>14} {alpha:>5.2f} {row["ms"]:>10.1f} {ratio}'
             if 'peak_mib' in row:
