@@ -118,11 +118,9 @@ def main(config: str, work_dir: Path) -> None:
     if dist.get_rank() == 0:
         check_consolidated(Config.fromfile(config), files)
         (work_dir / 'result.json').write_text(json.dumps(dict(log=reference_log, test_accuracy=accuracy)))
-    # every rank waits for rank 0's checks, then tears the group down itself: a rank that left with the gloo group
-    # still alive could abort at exit ('terminate called without an active exception', SIGABRT)
-    dist.barrier()
-    dist.destroy_process_group()
 
 
 if __name__ == '__main__':
+    from mmcausal.utils.cli import end_distributed_run
     main(sys.argv[1], Path(sys.argv[2]))
+    end_distributed_run()  # as the tools end when run as scripts

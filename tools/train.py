@@ -18,7 +18,14 @@ from mmengine.config import Config
 from mmengine.device import get_device
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
+from mmcausal.utils.cli import (
+    add_common_arguments,
+    check_checkpoint_argument,
+    check_common_arguments,
+    end_distributed_run,
+    load_config,
+    run,
+)
 
 RESUME_LATEST = 'auto'
 
@@ -72,3 +79,4 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 if __name__ == '__main__':
     main()
+    end_distributed_run()

@@ -19,6 +19,7 @@ from build_utils import build_on_meta
 from e2e_utils import ROOT, load_config, run_command
 from mmcausal.engine import ShardedEMAHook, block_wrap_policy
 from mmcausal.registry import MODELS
+from mmcausal.utils.cli import end_distributed_run
 
 #: sharded config -> (its unsharded recipe, the keys it changes besides the strategy, FSDP units of its model)
 SHARDED = {
@@ -119,6 +120,16 @@ def test_sharded_ema_resumes_from_its_checkpoint_entry(load_first):
     other.before_run(_runner(torch.nn.Linear(3, 3)))
     with pytest.raises(ValueError, match='another model or world size'):
         other.after_load_checkpoint(_runner(torch.nn.Linear(3, 3)), checkpoint)
+
+
+def test_end_distributed_run_destroys_the_process_group(tmp_path):
+    """The tools end by destroying their process group (a gloo rank that exits with it alive can abort, and torchrun
+    then reports the finished run as failed); without a group it does nothing."""
+    end_distributed_run()
+    dist.init_process_group('gloo', store=dist.FileStore(str(tmp_path / 'store'), 1), rank=0, world_size=1)
+    assert dist.is_initialized()
+    end_distributed_run()
+    assert not dist.is_initialized()
 
 
 @pytest.fixture
