@@ -121,6 +121,6 @@ def main(config: str, work_dir: Path) -> None:
 
 
 if __name__ == '__main__':
-    from mmcausal.utils.cli import end_distributed_run
+    from mmcausal.utils import end_distributed_run
     main(sys.argv[1], Path(sys.argv[2]))
     end_distributed_run()  # as the tools end when run as scripts

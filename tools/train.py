@@ -18,14 +18,8 @@ from mmengine.config import Config
 from mmengine.device import get_device
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
-from mmcausal.utils.cli import (
-    add_common_arguments,
-    check_checkpoint_argument,
-    check_common_arguments,
-    end_distributed_run,
-    load_config,
-    run,
-)
+from mmcausal.utils import end_distributed_run
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
 
 RESUME_LATEST = 'auto'
 

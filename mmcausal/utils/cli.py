@@ -13,7 +13,6 @@ import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Type
 
-import torch.distributed as dist
 from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
@@ -280,13 +279,3 @@ def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], obje
         check_built_datasets(list(built_datasets(runner, cfg, dataloaders)))
         runner.register_hook(EmptyDetectionsHook())  # a detector that predicts nothing says so
         action(runner)
-
-
-def end_distributed_run() -> None:
-    """Destroy the default process group, if this process has one, as torch asks of a program that ends normally.
-
-    A gloo rank that exits with its group alive can abort in the group's destructor (SIGABRT, ``terminate called
-    without an active exception``; pytorch/pytorch#190489), and torchrun then reports a finished run as failed.
-    """
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()

@@ -19,7 +19,7 @@ from build_utils import build_on_meta
 from e2e_utils import ROOT, load_config, run_command
 from mmcausal.engine import ShardedEMAHook, block_wrap_policy
 from mmcausal.registry import MODELS
-from mmcausal.utils.cli import end_distributed_run
+from mmcausal.utils import end_distributed_run
 
 #: sharded config -> (its unsharded recipe, the keys it changes besides the strategy, FSDP units of its model)
 SHARDED = {

@@ -22,7 +22,7 @@ from torch.distributed.fsdp import FullStateDictConfig, FullyShardedDataParallel
 
 import mmcausal  # noqa: F401  (the shims and the registered components)
 from mmcausal.engine.hooks.sharded_ema_hook import CHECKPOINT_KEY, copy_shards, ema_parameters
-from mmcausal.utils.cli import end_distributed_run
+from mmcausal.utils import end_distributed_run
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
