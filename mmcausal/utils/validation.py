@@ -10,6 +10,10 @@ class InvalidChoiceError(UserInputError, ValueError):
     """A config value is not one of the names the setting accepts (the message lists them)."""
 
 
+class ConfigValueError(UserInputError, ValueError):
+    """A config value is outside what its setting accepts (the message names the setting and what it accepts)."""
+
+
 def check_choice(name: str, value: T, choices: Collection[T],
                  error_cls: Type[UserInputError] = InvalidChoiceError) -> T:
     """Return ``value`` if it is in ``choices``, else raise ``error_cls`` naming the value and the valid choices.

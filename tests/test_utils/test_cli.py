@@ -169,6 +169,13 @@ CATALOGUE = [
      r'BackboneConfigError: window_size must be >= 0'),
     ('det-out-indices', 'train', DET, 'coco', _options('model.backbone.out_indices=[99]'), 1,
      r'BackboneConfigError: out_indices \[99\] out of range for 4 blocks'),
+    ('hook-soft-mask-start', 'train', CLS, 'imagenet', _options('custom_hooks.0.start=2.0'), 1,
+     r'ConfigValueError: SoftMaskHook: start must be in \[0, 1\], got 2\.0'),
+    ('optimizer-layer-decay-rate', 'train', CLS, 'imagenet',
+     _options('optim_wrapper.constructor=LayerDecayOptimWrapperConstructor',
+              'optim_wrapper.paramwise_cfg.layer_decay_rate=1.5'), 1,
+     r'ConfigValueError: LayerDecayOptimWrapperConstructor: paramwise_cfg\.layer_decay_rate must be in \(0, 1\], '
+     r'got 1\.5'),
     # --- checkpoints ---
     ('resume-missing', 'train', CLS, 'imagenet', _options('--resume', '{work}/missing.pth'), 2,
      'checkpoint to resume from not found'),

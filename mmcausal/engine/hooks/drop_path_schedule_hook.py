@@ -5,6 +5,7 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 from mmcausal.registry import HOOKS
+from mmcausal.utils.validation import ConfigValueError
 from .backbone_access import runner_backbone
 
 
@@ -32,7 +33,7 @@ class DropPathScheduleHook(Hook):
     def __init__(self, start: float = .1, end: float = .75) -> None:
         for name, rate in (('start', start), ('end', end)):
             if not 0. <= rate < 1.:
-                raise ValueError(f'DropPathScheduleHook: {name} must be in [0, 1), got {rate}.')
+                raise ConfigValueError(f'DropPathScheduleHook: {name} must be in [0, 1), got {rate}.')
         self.start = start
         self.end = end
 

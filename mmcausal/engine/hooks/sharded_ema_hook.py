@@ -7,6 +7,7 @@ from mmengine.runner import Runner
 from torch import nn
 
 from mmcausal.registry import HOOKS
+from mmcausal.utils.validation import ConfigValueError
 
 #: where each rank's checkpoint file holds its EMA shards: ``dict(steps=int, averages=[tensor, ...])``
 CHECKPOINT_KEY = 'ema_shards'
@@ -19,10 +20,11 @@ def ema_parameters(model: nn.Module) -> List[nn.Parameter]:
 
 
 def copy_shards(targets: Sequence[torch.Tensor], values: Sequence[torch.Tensor]) -> None:
-    """Copy saved EMA shards ``values`` into ``targets``, or raise ``ValueError`` if they belong to another model
-    or world size."""
+    """Copy saved EMA shards ``values`` into ``targets``, or raise :class:`ConfigValueError` if they belong to
+    another model or world size."""
     if len(values) != len(targets) or any(value.shape != target.shape for value, target in zip(values, targets)):
-        raise ValueError('The checkpoint holds EMA shards of another model or world size.')
+        raise ConfigValueError('The checkpoint holds EMA shards of another model or world size; use the config and the '
+                               'number of processes that saved it.')
     with torch.no_grad():
         for target, value in zip(targets, values):
             target.copy_(value)
@@ -50,9 +52,9 @@ class ShardedEMAHook(Hook):
 
     def __init__(self, momentum: float = 0.0002, interval: int = 1) -> None:
         if not 0. < momentum < 1.:
-            raise ValueError(f'ShardedEMAHook: momentum must be in (0, 1), got {momentum}.')
+            raise ConfigValueError(f'ShardedEMAHook: momentum must be in (0, 1), got {momentum}.')
         if interval < 1:
-            raise ValueError(f'ShardedEMAHook: interval must be >= 1, got {interval}.')
+            raise ConfigValueError(f'ShardedEMAHook: interval must be >= 1, got {interval}.')
         self.momentum = momentum
         self.interval = interval
         self.steps = 0
@@ -63,8 +65,8 @@ class ShardedEMAHook(Hook):
     def before_run(self, runner: Runner) -> None:
         strategy = getattr(runner, 'strategy', None)
         if getattr(strategy, '_is_full_state_dict', lambda: False)():
-            raise ValueError("ShardedEMAHook saves each rank's EMA shards in its own checkpoint file; set "
-                             "strategy.state_dict_cfg='local' (FSDPStrategy's default).")
+            raise ConfigValueError("ShardedEMAHook saves each rank's EMA shards in its own checkpoint file; set "
+                                   "strategy.state_dict_cfg='local' (FSDPStrategy's default).")
         self.params = ema_parameters(runner.model)
         self.averages = [param.detach().clone() for param in self.params]
         self._restore()

@@ -5,7 +5,7 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 from mmcausal.registry import HOOKS
-from mmcausal.utils.validation import check_choice
+from mmcausal.utils.validation import ConfigValueError, check_choice
 from .backbone_access import runner_backbone
 
 SCHEDULES = ('linear', 'constant')
@@ -43,9 +43,9 @@ class SoftMaskHook(Hook):
     def __init__(self, schedule: str = 'linear', cutoff: int = 50, by_epoch: bool = True, start: float = 1.) -> None:
         check_choice('soft-mask schedule', schedule, SCHEDULES)
         if not 0. <= start <= 1.:
-            raise ValueError(f'start must be in [0, 1], got {start}.')
+            raise ConfigValueError(f'SoftMaskHook: start must be in [0, 1], got {start}.')
         if cutoff < 0:
-            raise ValueError(f'cutoff must be >= 0, got {cutoff}.')
+            raise ConfigValueError(f'SoftMaskHook: cutoff must be >= 0, got {cutoff}.')
         self.schedule = schedule
         self.cutoff = cutoff
         self.by_epoch = by_epoch

@@ -7,6 +7,7 @@ from mmengine.optim import DefaultOptimWrapperConstructor
 from torch import nn
 
 from mmcausal.registry import OPTIM_WRAPPER_CONSTRUCTORS
+from mmcausal.utils.validation import ConfigValueError
 
 
 @OPTIM_WRAPPER_CONSTRUCTORS.register_module()
@@ -33,7 +34,8 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         paramwise_cfg.setdefault('layer_decay_rate', 1.0)
         self.layer_decay_rate = float(paramwise_cfg['layer_decay_rate'])
         if not 0. < self.layer_decay_rate <= 1.:
-            raise ValueError(f'layer_decay_rate must be in (0, 1], got {self.layer_decay_rate}.')
+            raise ConfigValueError('LayerDecayOptimWrapperConstructor: paramwise_cfg.layer_decay_rate must be in '
+                                   f'(0, 1], got {self.layer_decay_rate}.')
         super().__init__(optim_wrapper_cfg, paramwise_cfg)
 
     def add_params(self, params: List[dict], module: nn.Module, prefix: str = '', **kwargs) -> None:
