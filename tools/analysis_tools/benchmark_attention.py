@@ -21,7 +21,8 @@ import torch
 
 from mmcausal.models.layers import MASK_MODES, masked_attention
 
-CASES: List[Tuple[str, float]] = [('bidirectional', 0.), ('causal', 0.), ('causal', 0.5), ('official', 0.),
+BIDIRECTIONAL = ('bidirectional', 0.)  # the reference of the ``x bidir`` column
+CASES: List[Tuple[str, float]] = [BIDIRECTIONAL, ('causal', 0.), ('causal', 0.5), ('official', 0.),
                                   ('official', 0.5)]
 
 
@@ -85,12 +86,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     for tokens in args.tokens:
         shape = (args.batch, args.heads, tokens, args.head_dim)
         # the reference row is timed first, so every row can print its ratio as soon as it is measured
-        rows = {case: measure(*case, shape, args.device, dtype, args.repeats)
-                for case in cases if case == ('bidirectional', 0.)}
-        bidirectional = rows[('bidirectional', 0.)]['ms'] if rows else None
+        reference = measure(*BIDIRECTIONAL, shape, args.device, dtype, args.repeats) if BIDIRECTIONAL in cases else None
         for mode, alpha in cases:
-            row = rows.get((mode, alpha)) or measure(mode, alpha, shape, args.device, dtype, args.repeats)
-            ratio = f'{row["ms"] / bidirectional:>8.3f}' if bidirectional else f'{"-":>8}'
+            row = reference if (mode, alpha) == BIDIRECTIONAL else measure(mode, alpha, shape, args.device, dtype,
+                                                                            args.repeats)
+            ratio = f'{row["ms"] / reference["ms"]:>8.3f}' if reference else f'{"-":>8}'
             line = f'{tokens:>7} {mode:>14} {alpha:>5.2f} {row["ms"]:>10.1f} {ratio}'
             if 'peak_mib' in row:
                 line += f' {row["peak_mib"]:>10.1f}'
