@@ -17,7 +17,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel
 from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
-from mmcausal.utils.validation import check_choice
+from mmcausal.utils.validation import ConfigValueError, check_choice
 from ..layers import TokenLayout, resize_pos_embed, split_cls_token, tokens_to_featmap
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
@@ -128,6 +128,29 @@ class BlockStackMixin:
         if self.with_cp and self.training and tokens.requires_grad:
             return checkpoint(block, tokens, layout, use_reentrant=False)
         return block(tokens, layout)
+
+
+class MaskedAttentionMixin:
+    """Backbones whose blocks share one attention ``mask_mode`` (:data:`~mmcausal.models.layers.MASK_MODES`) and
+    one soft-mask rate ``alpha``, which :class:`~mmcausal.engine.SoftMaskHook` sets at run time. Each block's
+    mixer (``block.attn``) carries both."""
+
+    @property
+    def mask_mode(self) -> str:
+        """Attention mask mode of every block."""
+        return self.blocks()[0].attn.mask_mode
+
+    @property
+    def soft_mask_rate(self) -> float:
+        """Soft-mask rate ``alpha`` of every block (iLLaMA Eq. 2): 0 = the mode's mask, 1 = bidirectional."""
+        return self.blocks()[0].attn.soft_mask_rate
+
+    @soft_mask_rate.setter
+    def soft_mask_rate(self, alpha: float) -> None:
+        if not 0. <= alpha <= 1.:
+            raise ConfigValueError(f'soft_mask_rate must be in [0, 1], got {alpha}.')
+        for block in self.blocks():
+            block.attn.soft_mask_rate = float(alpha)
 
 
 class PlainBackbone(BlockStackMixin, BaseBackbone):

@@ -25,7 +25,7 @@ from ..layers import (
     resize_pos_embed,
     swiglu_hidden_dims,
 )
-from .base import PlainBackbone, check_image_batch, resolve_arch
+from .base import MaskedAttentionMixin, PlainBackbone, check_image_batch, resolve_arch
 
 MASK_MODE_KEY = 'mask_mode'  # state-dict entry (under the backbone's prefix) recording the attention mask mode
 
@@ -42,7 +42,7 @@ def decode_mask_mode(record: Tensor) -> str:
 
 
 @MODELS.register_module()
-class ILLaMA(PlainBackbone):
+class ILLaMA(MaskedAttentionMixin, PlainBackbone):
     """iLLaMA backbone.
 
     Args:
@@ -122,23 +122,6 @@ class ILLaMA(PlainBackbone):
         self.soft_mask_rate = soft_mask_rate
         self.with_cp = with_cp
         self._freeze_stages()
-
-    @property
-    def soft_mask_rate(self) -> float:
-        """Soft-mask rate ``alpha`` of every block (paper Eq. 2): 0 = causal, 1 = bidirectional."""
-        return self.layers[0].attn.soft_mask_rate
-
-    @soft_mask_rate.setter
-    def soft_mask_rate(self, alpha: float) -> None:
-        if not 0. <= alpha <= 1.:
-            raise ValueError(f'soft_mask_rate must be in [0, 1], got {alpha}.')
-        for layer in self.layers:
-            layer.attn.soft_mask_rate = float(alpha)
-
-    @property
-    def mask_mode(self) -> str:
-        """Attention mask mode of every block (:data:`~mmcausal.models.layers.MASK_MODES`)."""
-        return self.layers[0].attn.mask_mode
 
     @staticmethod
     def _record_mask_mode(module: 'ILLaMA', state_dict: dict, prefix: str, local_metadata: dict) -> None:

@@ -11,6 +11,19 @@ positions onto an anchor grid; ``rope_anchor='per_stage'`` (default) anchors eac
 (56, 28, 14, 7 tokens), where AS2DRoPE equals the plain 2D RoPE the ImageNet weights were trained with;
 ``rope_anchor=14`` is the official dense fine-tuning (14 tokens for every stage, isotropic, notes §3.5). LSA windows
 always use window-local integer positions.
+
+Attention is bidirectional only (``mask_mode``). No mask makes this pyramid causal in raster order, whatever its mixers:
+
+* the patch merging between stages (a stride-2 convolution) builds coarse token ``(i, j)`` from the ``2 x 2`` cell
+  of fine rows ``2i`` and ``2i + 1``; under a causal mask fine token ``(2i + 1, 0)`` has seen the whole fine row
+  ``2i``, which holds the cells of the later coarse tokens ``(i, j' > j)``, so coarse token ``(i, 0)`` depends on them;
+* GSA keys are ``sr x sr`` cells: every cell that holds the query also holds tokens after it, and for the queries of
+  the first cell row no cell lies wholly before them (their rows would have no key left).
+
+LSA alone would stay causal: a window's raster order is the image's raster order restricted to the window (the plain
+:class:`~mmcausal.models.backbones.VisionLLaMA` with ``window_size`` is causal that way). A causal pyramid would need
+another token order (e.g. Z order, in which every ``2 x 2`` cell is consecutive) and GSA keys limited to whole earlier
+cells; that is a different model, not built here.
 """
 from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
@@ -19,7 +32,9 @@ from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
+from mmcausal.utils.validation import check_choice
 from ..layers import (
+    MASK_MODES,
     GridRoPE,
     SubsampledAttention,
     SwiGLUFFN,
@@ -53,6 +68,8 @@ class PyramidVisionLLaMA(PyramidBackbone):
         pretrain_size: the image size (px) the weights were pre-trained at (224 for ImageNet; 64 for the twins).
         as2d_scaling: ``'per_axis'`` (default) or ``'isotropic'`` (paper Eq. 4 and the official code).
         mask_window_padding: hide the zero padding of overhanging LSA windows from the keys (False = official).
+        mask_mode: ``'bidirectional'`` only (the paper and the released weights). ``'causal'`` and ``'official'`` are
+            refused: the patch merging and the GSA keys mix tokens across raster rows (module docstring).
         layer_scale_init_value: LayerScale initial value (1e-4 in the official models; 0 disables it).
         out_indices: stages whose output is returned.
         out_type: ``'featmap'`` ``(B, D_s, H_s, W_s)`` per stage, or ``'avg_featmap'`` ``(B, D_s)`` for
@@ -83,6 +100,7 @@ class PyramidVisionLLaMA(PyramidBackbone):
                  as2d_scaling: str = 'per_axis',
                  rope_theta: float = 10000.,
                  mask_window_padding: bool = True,
+                 mask_mode: str = 'bidirectional',
                  layer_scale_init_value: float = 1e-4,
                  out_indices: Union[int, Sequence[int]] = (0, 1, 2, 3),
                  out_type: str = 'featmap',
@@ -99,6 +117,12 @@ class PyramidVisionLLaMA(PyramidBackbone):
                         dict(type='Kaiming', layer='Conv2d', mode='fan_out', nonlinearity='relu',
                              distribution='normal', bias=0.)]
         super().__init__(init_cfg=init_cfg)
+        check_choice('PyramidVisionLLaMA mask_mode', mask_mode, MASK_MODES, BackboneConfigError)
+        if mask_mode != 'bidirectional':
+            raise BackboneConfigError(
+                f'PyramidVisionLLaMA cannot honour mask_mode={mask_mode!r}, only "bidirectional": its patch merging '
+                'makes each coarse token from a 2x2 cell of two raster rows and its GSA keys from sr x sr cells, so '
+                'later tokens always leak in; use VisionLLaMA (plain, optionally windowed) for causal attention.')
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_heads', 'depths'))
         dims, heads, depths = setting['embed_dims'], setting['num_heads'], setting['depths']
         hidden = setting.get('ffn_hidden_dims', [swiglu_hidden_dims(dim) for dim in dims])
@@ -128,7 +152,7 @@ class PyramidVisionLLaMA(PyramidBackbone):
                                kernel_size=patch_sizes[index], stride=patch_sizes[index], padding='corner',
                                norm_cfg=norm_cfg)
             lsa = partial(WindowedAttention, num_heads=head, window_size=window_size, mask_padding=mask_window_padding,
-                          mask_mode='bidirectional')
+                          mask_mode=mask_mode)
             gsa = partial(SubsampledAttention, num_heads=head, sr_ratio=sr_ratios[index], key_pos=gsa_key_pos,
                           norm_cfg=norm_cfg)
             ffn = partial(SwiGLUFFN, feedforward_channels=hidden[index], bias=False, add_identity=False)

@@ -1,9 +1,17 @@
 """VisionLLaMA, plain variant (Chu et al. 2024, "VisionLLaMA: A Unified LLaMA Backbone for Vision Tasks").
 
-Sequence: ``[cls?, patch_1 .. patch_N]`` with no absolute position embedding; ``depth`` pre-norm blocks of
-LayerNorm -> attention with 2D RoPE on q/k -> LayerNorm -> SwiGLU (paper Eq. 1). Positions are the token's
-(row, column) on the patch grid, optionally auto-scaled onto an anchor grid (AS2DRoPE, Eq. 4). Optional
-ViTDet-style windowed attention with a list of global blocks.
+Sequence: ``[cls?, patch_1 .. patch_N]`` (patches in raster order) with no absolute position embedding;
+``depth`` pre-norm blocks of LayerNorm -> attention with 2D RoPE on q/k -> LayerNorm -> SwiGLU (paper Eq. 1).
+Positions are the token's (row, column) on the patch grid, optionally auto-scaled onto an anchor grid (AS2DRoPE,
+Eq. 4). Optional ViTDet-style windowed attention with a list of global blocks.
+
+Attention is bidirectional, as in the paper and every released weight (``mask_mode='bidirectional'``), or causal
+in raster order (``'causal'``; ``'official'`` is iLLaMA's post-softmax soft mask). Under a causal mask the class
+token moves to the end of the sequence, ``[patch_1 .. patch_N, cls]``, the only slot that sees every patch (iLLaMA's
+post-sequence class token); RoPE rotates a token by its grid position, not by its slot, so moving the class token
+changes no angle. Windowed blocks stay causal: a window's own raster order is the image's raster order restricted
+to the window, so a token sees the earlier tokens of its window and nothing later (earlier tokens of other windows
+reach it through the global blocks).
 
 Weight layouts (``layout``; each field can also be overridden on its own):
 
@@ -30,6 +38,7 @@ from torch import Tensor, nn
 from mmcausal.registry import MODELS
 from mmcausal.utils.validation import check_choice
 from ..layers import (
+    MASK_MODES,
     GridRoPE,
     SelfAttention,
     SwiGLUFFN,
@@ -40,7 +49,8 @@ from ..layers import (
     insert_cls_token,
     swiglu_hidden_dims,
 )
-from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
+from ..layers.tokens import cls_position_for
+from .base import BackboneConfigError, MaskedAttentionMixin, PlainBackbone, check_image_batch, resolve_arch
 
 LAYOUTS = {
     'clean': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=0., ffn_drop_path=True, cls_rope='identity'),
@@ -53,7 +63,7 @@ PRETRAIN_SIZE = 224  # px; the default AS2DRoPE anchor is its grid (14 tokens at
 
 
 @MODELS.register_module()
-class VisionLLaMA(PlainBackbone):
+class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
     """Plain VisionLLaMA backbone.
 
     Args:
@@ -64,7 +74,13 @@ class VisionLLaMA(PlainBackbone):
             set the AS2DRoPE anchor (see ``rope_anchor``).
         layout: weight layout preset, see the module docstring. ``ffn_ratio``, ``ffn_bias``,
             ``layer_scale_init_value``, ``ffn_drop_path`` and ``cls_rope`` override single fields.
-        with_cls_token: prepend a class token (it takes part in attention; its RoPE rotation is ``cls_rope``).
+        with_cls_token: a class token (it takes part in attention; its RoPE rotation is ``cls_rope``), first in the
+            sequence under ``'bidirectional'`` attention and last under a causal ``mask_mode``.
+        mask_mode: ``'bidirectional'`` (default: the paper, the official code and the released weights),
+            ``'causal'`` (strict, in raster order; SDPA fast path) or ``'official'`` (iLLaMA Eq. 2, the post-softmax
+            soft mask of iLLaMA's released code; VisionLLaMA's own code has no mask). ``soft_mask_rate`` (``alpha``,
+            0 at build) relaxes the causal modes towards bidirectional; :class:`~mmcausal.engine.SoftMaskHook`
+            schedules it. See :mod:`mmcausal.models.layers.attention`.
         rope_mode: ``'as2d'`` (default; positions scaled onto the anchor grid, see ``as2d_scaling``), ``'2d'``
             (integer grid positions, what the official downstream code uses) or ``'1d'`` (flat sequence index,
             for ablations).
@@ -105,6 +121,7 @@ class VisionLLaMA(PlainBackbone):
                  in_channels: int = 3,
                  layout: str = 'clean',
                  with_cls_token: bool = True,
+                 mask_mode: str = 'bidirectional',
                  rope_mode: str = 'as2d',
                  rope_anchor: Optional[Union[int, Sequence[int]]] = None,
                  as2d_scaling: str = 'per_axis',
@@ -132,7 +149,8 @@ class VisionLLaMA(PlainBackbone):
                                        layer_scale_init_value=layer_scale_init_value, ffn_drop_path=ffn_drop_path)
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
-        self.cls_position = 'first' if with_cls_token else None
+        check_choice('VisionLLaMA mask_mode', mask_mode, MASK_MODES, BackboneConfigError)
+        self.cls_position = cls_position_for(mask_mode) if with_cls_token else None
         self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
         self.with_cp = with_cp
         self.window_size = window_size
@@ -148,7 +166,7 @@ class VisionLLaMA(PlainBackbone):
         self._warn_dense_anchor(default_anchor, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
 
-        attention = dict(num_heads=setting['num_heads'], qkv_bias=qkv_bias, mask_mode='bidirectional')
+        attention = dict(num_heads=setting['num_heads'], qkv_bias=qkv_bias, mask_mode=mask_mode)
         global_mixer = partial(SelfAttention, **attention)
         window_mixer = partial(WindowedAttention, window_size=window_size, mask_padding=mask_window_padding,
                                **attention)
@@ -231,5 +249,5 @@ class VisionLLaMA(PlainBackbone):
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
         check_image_batch(x, self.in_channels)
         patches, grid = self.patch_embed(x)
-        tokens = insert_cls_token(patches, self.cls_token, 'first') if self.cls_position else patches
+        tokens = insert_cls_token(patches, self.cls_token, self.cls_position) if self.cls_position else patches
         return self.run_layers(tokens, self.token_layout(grid, x.device))

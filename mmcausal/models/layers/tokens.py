@@ -11,6 +11,13 @@ from torch import Tensor
 CLS_POSITIONS = ('first', 'last')
 
 
+def cls_position_for(mask_mode: str) -> str:
+    """Where a backbone that follows its mask puts the class token: ``'first'`` (ViT) under ``'bidirectional'``
+    attention, where every slot sees every token, and ``'last'`` under a causal mask (``'causal'``,
+    ``'official'``), the only slot that sees every patch."""
+    return 'first' if mask_mode == 'bidirectional' else 'last'
+
+
 def insert_cls_token(patches: Tensor, cls_token: Tensor, position: str) -> Tensor:
     """``patches`` ``(B, N, D)`` + ``cls_token`` ``(1, 1, D)`` -> ``(B, N + 1, D)`` with cls first or last."""
     cls_tokens = cls_token.expand(patches.shape[0], -1, -1)

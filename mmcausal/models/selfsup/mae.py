@@ -59,6 +59,9 @@ class MAEVisionLLaMA(VisionLLaMA):
         if self.window_size:
             raise BackboneConfigError('MAEVisionLLaMA keeps a random subset of tokens, which windows cannot partition; '
                                       'set window_size=0.')
+        if self.mask_mode != 'bidirectional':
+            raise BackboneConfigError('MAEVisionLLaMA keeps a random subset of patches in shuffled order, which has no '
+                                      'causal order; keep mask_mode="bidirectional" (fine-tune causally from it).')
         if out_type != 'raw' or self.out_indices != [self.num_layers - 1]:
             raise BackboneConfigError('MAEVisionLLaMA returns the raw tokens of the last block for the MAE decoder; '
                                       'keep out_type="raw" and out_indices=-1.')
