@@ -7,23 +7,35 @@ from mmengine.registry import HOOKS as ROOT_HOOKS
 from mmengine.registry import MODELS as ROOT_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as ROOT_CONSTRUCTORS
 
-import mmcausal  # noqa: F401
+from mmcausal.engine import LayerDecayOptimWrapperConstructor, SoftMaskHook
+from mmcausal.models.backbones import ILLaMA, PyramidVisionLLaMA, VisionLLaMA
+from mmcausal.models.layers import RMSNorm
+from mmcausal.models.necks import SimpleFeaturePyramid
+from mmcausal.models.selfsup import MAEVisionLLaMA
 
 LIBRARIES = ('mmpretrain', 'mmseg', 'mmdet')
-OUR_MODELS = {name: cls for name, cls in ROOT_MODELS.module_dict.items() if cls.__module__.startswith('mmcausal')}
-OUR_MODELS['RMSNorm'] = ROOT_MODELS.get('RMSNorm')
-OUR_HOOKS = {name: cls for name, cls in ROOT_HOOKS.module_dict.items() if cls.__module__.startswith('mmcausal')}
+# what must be registered, named by the classes themselves (never read back from the registries under test)
+EXPECTED_MODELS = {cls.__name__: cls for cls in (ILLaMA, VisionLLaMA, MAEVisionLLaMA, PyramidVisionLLaMA,
+                                                 SimpleFeaturePyramid, RMSNorm)}
+EXPECTED_HOOKS = {'SoftMaskHook': SoftMaskHook}
+EXPECTED_CONSTRUCTORS = {'LayerDecayOptimWrapperConstructor': LayerDecayOptimWrapperConstructor}
+# everything else mmcausal registers, found in the root registries
+OUR_MODELS = {**{name: cls for name, cls in ROOT_MODELS.module_dict.items() if cls.__module__.startswith('mmcausal')},
+              **EXPECTED_MODELS}
+OUR_HOOKS = {**{name: cls for name, cls in ROOT_HOOKS.module_dict.items() if cls.__module__.startswith('mmcausal')},
+             **EXPECTED_HOOKS}
 OUR_CONSTRUCTORS = {
-    name: cls
-    for name, cls in ROOT_CONSTRUCTORS.module_dict.items() if cls.__module__.startswith('mmcausal')
+    **{name: cls for name, cls in ROOT_CONSTRUCTORS.module_dict.items() if cls.__module__.startswith('mmcausal')},
+    **EXPECTED_CONSTRUCTORS
 }
 
 
-def test_components_are_registered():
-    assert {'ILLaMA', 'VisionLLaMA', 'MAEVisionLLaMA', 'PyramidVisionLLaMA', 'SimpleFeaturePyramid',
-            'RMSNorm'} <= set(OUR_MODELS)
-    assert 'SoftMaskHook' in OUR_HOOKS
-    assert 'LayerDecayOptimWrapperConstructor' in OUR_CONSTRUCTORS
+@pytest.mark.parametrize('registry,expected', [(ROOT_MODELS, EXPECTED_MODELS), (ROOT_HOOKS, EXPECTED_HOOKS),
+                                               (ROOT_CONSTRUCTORS, EXPECTED_CONSTRUCTORS)],
+                         ids=['models', 'hooks', 'constructors'])
+def test_components_are_registered(registry, expected):
+    for name, cls in expected.items():
+        assert registry.get(name) is cls, f'{name} is not registered as {cls.__module__}.{cls.__qualname__}'
 
 
 @pytest.mark.parametrize('library', LIBRARIES)
