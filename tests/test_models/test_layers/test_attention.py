@@ -20,7 +20,6 @@ from mmcausal.models.layers import (
     record_attention,
     rope_angles_1d,
     rope_frequencies,
-    soft_causal_weights,
     split_heads,
 )
 
@@ -112,13 +111,35 @@ def test_alpha_one_equals_bidirectional(mode):
     torch.testing.assert_close(masked_attention(q, k, v, 'bidirectional'), explicit_attention(q, k, v))
 
 
+def _soft_mask(tokens, alpha):
+    """iLLaMA Eq. 2's ``S = alpha * 1 + (1 - alpha) * tril``, written out."""
+    ones = torch.ones(tokens, tokens, dtype=torch.float64)
+    return alpha * ones + (1 - alpha) * ones.tril()
+
+
+def _soft_masked_attention(q, k, v, alpha, renormalise):
+    """Reference soft masks: ``'official'`` (Eq. 2) multiplies the softmax over every key by ``S`` and stops;
+    ``'causal'`` multiplies the un-normalised weights ``exp(q k^T / sqrt(d))`` by ``S`` and normalises the rows."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if renormalise:
+        weights = scores.exp() * _soft_mask(q.shape[-2], alpha)
+        return weights / weights.sum(-1, keepdim=True) @ v
+    return (scores.softmax(-1) * _soft_mask(q.shape[-2], alpha)) @ v
+
+
+@pytest.mark.parametrize('mode', ['causal', 'official'])
 @pytest.mark.parametrize('alpha', [0., 0.4])
-def test_sdpa_causal_paths_equal_explicit_reference(alpha):
+@pytest.mark.parametrize('explicit', [False, True], ids=['fast', 'explicit'])
+def test_soft_masks_equal_their_formulas_on_every_path(mode, alpha, explicit):
+    """Both the fast paths and the explicit (probed) path of each soft mask against the formula written out."""
     q, k, v = _qkv()
-    tokens = q.shape[-2]
-    reference = explicit_attention(q, k, v,
-                                   logit_bias=soft_causal_weights(tokens, alpha, q.device, q.dtype).log())
-    torch.testing.assert_close(masked_attention(q, k, v, 'causal', alpha), reference)
+    expected = _soft_masked_attention(q, k, v, alpha, renormalise=mode == 'causal')
+    if explicit:
+        with explicit_attention_mode():
+            out = masked_attention(q, k, v, mode, alpha, probe=torch.nn.Identity())
+    else:
+        out = masked_attention(q, k, v, mode, alpha)
+    torch.testing.assert_close(out, expected)
 
 
 def test_soft_causal_rows_are_renormalised():
