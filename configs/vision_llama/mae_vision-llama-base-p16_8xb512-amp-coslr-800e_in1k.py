@@ -27,6 +27,7 @@ model = dict(
         img_size=224,
         patch_size=16,
         mask_ratio=0.75,
+        mask_mode='bidirectional',  # the only mode MAE takes: it encodes a random, shuffled subset of patches
         layout='official_mae',
         rope_mode='as2d',
         rope_anchor=14,

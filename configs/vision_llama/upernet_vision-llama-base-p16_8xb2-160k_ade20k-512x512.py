@@ -35,6 +35,7 @@ model = dict(
         patch_size=16,
         layout='official_mae',
         with_cls_token=False,
+        mask_mode='bidirectional',  # the paper's (D.6); 'causal' for a causal segmenter (README: Mask modes)
         rope_mode='2d',  # paper's AS2DRoPE: rope_mode='as2d' (it then uses rope_anchor)
         rope_anchor=14,  # the 224 px / patch 16 pre-training grid (not the 32x32 input grid)
         out_indices=[3, 5, 7, 11],

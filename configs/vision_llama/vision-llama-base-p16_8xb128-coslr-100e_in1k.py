@@ -32,6 +32,8 @@ model = dict(
         # weight layout of the released MAE weights (8192-wide SwiGLU with biases, drop path on the
         # attention branch only); must match the pre-training config.
         layout='official_mae',
+        # the paper's and the MAE pre-training's attention; 'causal' (class token last) fine-tunes a causal model
+        mask_mode='bidirectional',
         rope_mode='as2d',  # = integer 2D RoPE at 224 px, as in pre-training
         rope_anchor=14,  # AS2DRoPE anchor: the 224 px / patch 16 pre-training grid
         as2d_scaling='per_axis',  # ours; paper Eq. 4 and official code: 'isotropic' (one scale from H). Same at

@@ -21,6 +21,7 @@ model = dict(
         img_size=224,
         patch_size=16,
         layout='official_mae',  # weight layout of the released MAE weights; must match pre-training
+        mask_mode='bidirectional',  # a linear probe reads the frozen features in the mode they were trained in
         rope_mode='as2d',  # = integer 2D RoPE at 224 px, as in pre-training
         rope_anchor=14,  # AS2DRoPE anchor: the 224 px / patch 16 pre-training grid
         as2d_scaling='per_axis',  # ours; paper Eq. 4 and official code: 'isotropic' (one scale from H). Same at

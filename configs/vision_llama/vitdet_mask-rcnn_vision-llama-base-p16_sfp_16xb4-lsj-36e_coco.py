@@ -52,6 +52,7 @@ model = dict(
         patch_size=16,
         layout='official_mae',
         with_cls_token=False,
+        mask_mode='bidirectional',  # the paper's (D.9); 'causal' also holds in the windows (README: Mask modes)
         rope_mode='2d',
         rope_anchor=14,  # used only with rope_mode='as2d': the 224 px / patch 16 pre-training grid
         window_size=14,
