@@ -185,6 +185,21 @@ def test_the_class_token_sees_every_patch(name, case, mode):
     assert changed(perturbed[:, slot], clean[:, slot]), f'{name} in {mode!r}: the class token misses the first patch'
 
 
+@pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode in case.modes and 'raw' in (
+    case.kwargs.get('out_type'), ) and name != 'MAEVisionLLaMA'))
+def test_the_cls_token_output_is_the_class_tokens_slot(name, case, mode):
+    """``out_type='cls_token'`` reads the slot where the mode put the class token (``'featmap'`` the others)."""
+    model = build(name, case, mode)
+    raw = token_outputs(model, case)
+    slot, first = cls_slot(model, raw.shape[1]), first_patch_slot(model)
+    if slot is None:
+        pytest.skip('no class token in the sequence')
+    torch.testing.assert_close(token_outputs(build(name, case, mode, out_type='cls_token'), case), raw[:, slot],
+                               rtol=0, atol=0)
+    featmap = token_outputs(build(name, case, mode, out_type='featmap'), case)
+    torch.testing.assert_close(featmap, raw[:, first:first + featmap.shape[1]], rtol=0, atol=0)
+
+
 @pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode == 'official' and mode in case.modes))
 def test_official_attention_maps_are_masked_after_the_softmax(name, case, mode):
     """iLLaMA Eq. 2 at alpha = 0: ``softmax(q k^T) * tril``, not renormalised, in every block (windows too)."""
