@@ -3,10 +3,13 @@
 The backbones are read from the registry, so a new one is checked by being registered; it only has to add its tiny
 settings and the mask modes it accepts to :data:`CASES` (a test fails, naming it, until it does). Each runs in every
 mode it accepts, and the behaviour of the mode is checked on the token sequence the backbone really uses (its first
-block's input, perturbed by a pre-hook), read back from its per-token outputs:
+block's input, perturbed by a pre-hook), read back from its per-token outputs (fp64, so "unchanged" is exact up to
+rounding):
 
 * ``'causal'``: perturbing the tokens after slot ``t`` leaves the outputs up to ``t`` unchanged (and does change the
-  later ones); the class token, where there is one, sees every patch;
+  later ones);
+* in every mode the class token, where the sequence has one, sees every patch, and the ``'cls_token'`` output reads
+  its slot;
 * ``'bidirectional'``: perturbing the later tokens changes earlier outputs (so the causal check can fail);
 * ``'official'`` (iLLaMA Eq. 2): every attention map is zero above the diagonal and is not renormalised (rows sum to
   at most 1, the last to 1);
