@@ -1,9 +1,11 @@
-"""Build a config's model without weights (shared by the config and model-zoo tests)."""
-from typing import Optional
+"""Build a config's model without weights (shared by the config and model-zoo tests); the registered backbones
+(shared by the backbone contract tests)."""
+from typing import List, Optional
 
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
+from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import nn
 
 from mmcausal.registry import MODELS
@@ -19,3 +21,10 @@ def build_on_meta(cfg: Config, scope: Optional[str] = None) -> nn.Module:
     init_default_scope(scope or cfg.default_scope)
     with torch.device('meta'):
         return MODELS.build(cfg.model)
+
+
+def registered_backbones() -> List[str]:
+    """Names of every backbone class mmcausal registers in MMEngine's root ``MODELS`` (after ``import mmcausal``)."""
+    return sorted(name for name, cls in MODELS.module_dict.items()
+                  if cls.__module__.startswith('mmcausal') and (
+                      issubclass(cls, BaseBackbone) or cls.__module__.startswith('mmcausal.models.backbones.')))

@@ -14,11 +14,11 @@ from typing import Dict, Iterator, List, Tuple, Union
 import pytest
 import torch
 from mmcv.ops import roi_align as mmcv_roi_align
-from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 from torchvision.ops import roi_align as reference_roi_align
 
 import mmcausal  # noqa: F401  (registers every component)
+from build_utils import registered_backbones
 from mmcausal.models.backbones.base import OUT_TYPES, PyramidBackbone
 from mmcausal.registry import MODELS
 from mmcausal.utils.errors import UserInputError
@@ -83,13 +83,6 @@ TINY: Dict[str, Tuple[Tiny, ...]] = {
     'CaiT': (Tiny(_BASE), Tiny(dict(_BASE, out_type='featmap', feature_norm='final', attn_impl='explicit'),
                                name='explicit-normed')),
 }
-
-
-def registered_backbones() -> List[str]:
-    """Names of every backbone class mmcausal registers in MMEngine's root ``MODELS``."""
-    return sorted(name for name, cls in MODELS.module_dict.items()
-                  if cls.__module__.startswith('mmcausal') and (
-                      issubclass(cls, BaseBackbone) or cls.__module__.startswith('mmcausal.models.backbones.')))
 
 
 def _cases() -> Iterator[Tuple[str, Tiny]]:

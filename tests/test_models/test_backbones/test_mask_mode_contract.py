@@ -21,14 +21,14 @@ bidirectional) and are checked in it.
 """
 import inspect
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import pytest
 import torch
-from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 
 import mmcausal  # noqa: F401  (registers every component)
+from build_utils import registered_backbones
 from mmcausal.models.layers import record_attention
 from mmcausal.registry import MODELS
 from mmcausal.utils.errors import UserInputError
@@ -71,13 +71,6 @@ CASES: Dict[str, Tuple[Case, ...]] = {
     'DefocusRetNet': (Case(dict(PLAIN, retention_chunk_size=4), ('causal', )), ),
     'CaiT': (Case(dict(PLAIN, layer_scale_init_value=1.), ('bidirectional', )), ),
 }
-
-
-def registered_backbones() -> List[str]:
-    """Names of every backbone class mmcausal registers in MMEngine's root ``MODELS``."""
-    return sorted(name for name, cls in MODELS.module_dict.items()
-                  if cls.__module__.startswith('mmcausal') and (
-                      issubclass(cls, BaseBackbone) or cls.__module__.startswith('mmcausal.models.backbones.')))
 
 
 def takes_mask_mode(name: str) -> bool:
