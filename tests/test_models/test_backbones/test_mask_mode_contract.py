@@ -48,6 +48,7 @@ class Case:
     modes: Tuple[str, ...]
     forward_kwargs: dict = field(default_factory=dict)
     name: str = ''
+    size: Tuple[int, int] = SIZE
 
 
 PLAIN = dict(arch=dict(embed_dims=32, num_layers=2, num_heads=2), img_size=32, patch_size=8, out_type='raw')
@@ -60,6 +61,9 @@ CASES: Dict[str, Tuple[Case, ...]] = {
         # 2 x 2 windows in blocks 0 and 2, global block 1
         Case(dict(PLAIN, arch=dict(embed_dims=32, num_layers=3, num_heads=2), with_cls_token=False, window_size=2,
                   global_blocks=(1, )), MODES, name='windowed'),
+        # a 5 x 6 grid: the last window row and column overhang it (padding, masked out of the keys)
+        Case(dict(PLAIN, arch=dict(embed_dims=32, num_layers=3, num_heads=2), with_cls_token=False, window_size=2,
+                  global_blocks=(1, )), MODES, name='windowed-padded', size=(40, 48)),
     ),
     'MAEVisionLLaMA': (Case(PLAIN, ('bidirectional', ), forward_kwargs=dict(mask=False)), ),
     'PyramidVisionLLaMA': (Case(dict(arch=dict(embed_dims=[16, 32], num_heads=[2, 2], depths=[2, 2]),
@@ -96,9 +100,9 @@ def build(name: str, case: Case, mode: Optional[str], seed: int = 0, **overrides
     return model.double().eval()
 
 
-def images(seed: int = 1) -> Tensor:
+def images(size: Tuple[int, int], seed: int = 1) -> Tensor:
     torch.manual_seed(seed)
-    return torch.randn(2, 3, *SIZE, dtype=torch.float64)
+    return torch.randn(2, 3, *size, dtype=torch.float64)
 
 
 def token_outputs(model: nn.Module, case: Case, perturb: Optional[slice] = None) -> Tensor:
@@ -114,7 +118,7 @@ def token_outputs(model: nn.Module, case: Case, perturb: Optional[slice] = None)
     handle = model.blocks()[0].register_forward_pre_hook(replace) if perturb is not None else None
     try:
         with torch.no_grad():
-            out = model(images(), **case.forward_kwargs)[0]
+            out = model(images(case.size), **case.forward_kwargs)[0]
     finally:
         if handle is not None:
             handle.remove()
