@@ -125,6 +125,7 @@ def test_detector_twin_trains_and_predicts_under_bf16_autocast(config):
     init_default_scope('mmdet')
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
+    model.init_weights()  # as the Runner does (DINO's level embeddings are uninitialised memory until then)
     inputs, samples = _detection_batch()
     with torch.autocast('cpu', dtype=torch.bfloat16):
         total, _ = model.parse_losses(model.loss(inputs, samples))
