@@ -21,13 +21,15 @@ H100 = (9, 0)
 HEADERS = ('cublas_v2.h', 'cublasLt.h', 'cusparse.h', 'cusolverDn.h')
 
 
-def _toolkit(root: Path, headers=HEADERS) -> str:
-    """A fake CUDA toolkit: bin/nvcc, include/cuda_runtime.h and ``headers``."""
-    (root / 'bin').mkdir(parents=True)
+def _toolkit(root: Path, headers=HEADERS, cudart: bool = True) -> str:
+    """A fake CUDA toolkit: bin/nvcc, include/cuda_runtime.h and ``headers``, lib64/libcudart.so."""
+    for folder in ('bin', 'include', 'lib64'):
+        (root / folder).mkdir(parents=True)
     (root / 'bin' / 'nvcc').write_text('#!/bin/sh\n')
-    (root / 'include').mkdir()
     for header in ('cuda_runtime.h', *headers):
         (root / 'include' / header).write_text('')
+    if cudart:
+        (root / 'lib64' / 'libcudart.so').write_text('')
     return str(root)
 
 
@@ -103,6 +105,11 @@ def test_cuda_home_that_is_no_toolkit_root_is_named(tmp_path):
     (tmp_path / 'bin' / 'nvcc').write_text('')
     plan = plan_build(_host(gpus=[H100], cuda_home=str(tmp_path)))
     assert 'no include/cuda_runtime.h' in plan.problem
+
+
+def test_toolkit_without_the_cuda_runtime_library_is_named(tmp_path):
+    plan = plan_build(_host(gpus=[H100], cuda_home=_toolkit(tmp_path / 'cuda', cudart=False)))
+    assert 'lib64/libcudart.so is missing' in plan.problem and 'MMCAUSAL_MMCV_OPS=cpu' in plan.problem
 
 
 def test_library_headers_come_from_torchs_nvidia_packages(tmp_path):

@@ -18,7 +18,8 @@ torch, the CUDA toolkit torch's extension builder would use, and the environment
 * ``TORCH_CUDA_ARCH_LIST``: default the compute capabilities of the visible GPUs, never every architecture.
 * ``MAX_JOBS``: default the usable cores, at most one job per 3 GiB of memory (the largest unit,
   ``filtered_lrelu.cu``, peaks at 2.7 GB).
-* ``CUDA_HOME``: the toolkit; its nvcc must have torch's CUDA major version. cuBLAS / cuSPARSE / cuSOLVER headers
+* ``CUDA_HOME``: the toolkit; its nvcc must have torch's CUDA major version, its ``lib64`` the ``libcudart.so`` the
+  extension links. cuBLAS / cuSPARSE / cuSOLVER headers
   that torch's CUDA headers include but the toolkit lacks (a toolkit assembled from pip packages) are taken from
   torch's ``nvidia/*/include`` through ``CPATH``.
 Only the standard library and torch are used.
@@ -132,6 +133,10 @@ def _toolkit_problem(facts: HostFacts) -> Optional[str]:
         where = f'{facts.cuda_home}/bin/nvcc does not exist (CUDA_HOME={facts.cuda_home})'
     elif not os.path.isfile(os.path.join(facts.cuda_home, 'include', 'cuda_runtime.h')):
         where = f'{facts.cuda_home} is no toolkit root (it has no include/cuda_runtime.h)'
+    elif not os.path.exists(os.path.join(facts.cuda_home, 'lib64', 'libcudart.so')):
+        return (f'{facts.cuda_home}/lib64/libcudart.so is missing (the extension links -lcudart): install the '
+                "toolkit's CUDA runtime development files, or link libcudart.so there to a libcudart.so.* (next to "
+                f"it or in torch's nvidia/*/lib), {fallback}")
     elif facts.nvcc_release[0] != _version(cuda)[0]:
         found = '.'.join(map(str, facts.nvcc_release))
         return (f'nvcc in {facts.cuda_home} is CUDA {found}, but torch {facts.torch_version} was built with CUDA '
