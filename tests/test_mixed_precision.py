@@ -105,6 +105,38 @@ def test_deformable_attention_kernel_gets_fp32_under_bf16_autocast(monkeypatch):
     assert received[-1][0] == torch.float64
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='mmcv CUDA kernels need a GPU')
+def test_mmcv_cuda_ops_run_under_bf16_autocast():
+    """On a GPU (mmcv built with CUDA ops): RoI extraction, deformable attention forward and backward, and NMS run
+    under bf16 autocast and agree with fp32 up to bf16 rounding."""
+    from mmcv.ops import batched_nms
+    from mmcv.ops import multi_scale_deform_attn as msda
+    from mmdet.registry import MODELS
+    init_default_scope('mmdet')
+    torch.manual_seed(0)
+    extractor = MODELS.build(dict(type='SingleRoIExtractor', out_channels=8, featmap_strides=[4, 8],
+                                  roi_layer=dict(type='RoIAlign', output_size=7, sampling_ratio=0)))
+    feats = tuple(torch.randn(1, 8, 256 // s, 256 // s, device='cuda').bfloat16() for s in (4, 8))
+    rois = torch.tensor([[0., 10.3, 20.7, 200.1, 250.9], [0., 5., 5., 40., 60.]], device='cuda')
+    with torch.autocast('cuda', dtype=torch.bfloat16):
+        out = extractor(feats, rois)
+        keep = batched_nms(rois[:, 1:], torch.tensor([0.9, 0.8], device='cuda').bfloat16(),
+                           torch.tensor([0, 0], device='cuda'), dict(type='nms', iou_threshold=0.5))[1]
+    torch.testing.assert_close(out, extractor(tuple(f.float() for f in feats), rois).bfloat16())
+    assert keep.tolist() == [0, 1]
+    shapes, starts = torch.tensor([[16, 16], [8, 8]], device='cuda'), torch.tensor([0, 256], device='cuda')
+    value = torch.randn(1, 320, 2, 8, device='cuda').bfloat16().requires_grad_()
+    locations = torch.rand(1, 5, 2, 2, 4, 2, device='cuda')
+    weights = torch.rand(1, 5, 2, 2, 4, device='cuda').softmax(-1)
+    with torch.autocast('cuda', dtype=torch.bfloat16):
+        attended = msda.MultiScaleDeformableAttnFunction.apply(value, shapes, starts, locations, weights, 64)
+    attended.float().sum().backward()
+    reference = msda.multi_scale_deformable_attn_pytorch(value.detach().float(), shapes, locations, weights)
+    assert attended.dtype == torch.bfloat16 and value.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(attended.float(), reference, rtol=1e-2, atol=1e-2)
+    assert torch.isfinite(value.grad.float()).all()
+
+
 def _detection_batch(size: int = 128) -> tuple:
     from mmdet.structures import DetDataSample
     from mmdet.structures.mask import BitmapMasks
