@@ -20,6 +20,13 @@ Names patched in mmengine:
                                                            -> :func:`patch_builtin_module_check`
 * ``is_installed``/``get_installed_path`` in ``mmengine.utils.package_utils``, ``mmengine.utils``,
   ``mmengine.config.config``, ``mmengine.hub.hub``         -> :func:`patch_package_lookup`
+* ``set_random_seed`` in ``mmengine.runner.utils``, ``mmengine.runner``, ``mmengine.runner.runner``
+                                                           -> :func:`patch_deterministic_cublas`
+
+Names patched in mmcv and mmdet (ops that have no bf16 kernel):
+
+* ``MultiScaleDeformableAttnFunction.apply`` (mmcv), ``SingleRoIExtractor.forward`` (mmdet)
+                                                           -> :func:`patch_ops_without_bf16`
 """
 import contextlib
 import functools
@@ -389,6 +396,96 @@ def patch_package_lookup() -> None:
     _install('get_installed_path', _get_installed_path, *users, 'mmengine.hub.hub')
 
 
+# --------------------------------------------------------------------------------------------------
+# S7. GPU numerics: mmcv ops without bf16 kernels, deterministic cuBLAS
+# --------------------------------------------------------------------------------------------------
+def _cast_floats(value: Any, dtype: torch.dtype) -> Any:
+    """``value`` with every floating-point tensor in it (also inside tuples and lists) cast to ``dtype``."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast_floats(item, dtype) for item in value)
+    return value
+
+
+def _first_tensor(values: Any) -> Optional[torch.Tensor]:
+    for value in values:
+        found = value if isinstance(value, torch.Tensor) else \
+            _first_tensor(value) if isinstance(value, (tuple, list)) else None
+        if found is not None:
+            return found
+    return None
+
+
+def _fp32_under_bf16_autocast(func: Callable) -> Callable:
+    """``func`` that, under bf16 autocast on its inputs' device, runs with autocast off on fp32 copies of its
+    floating-point inputs and returns its floating-point outputs in bf16; otherwise ``func`` unchanged."""
+    @functools.wraps(func)
+    def in_fp32(*args: Any, **kwargs: Any) -> Any:
+        tensor = _first_tensor(list(args) + list(kwargs.values()))
+        device = tensor.device.type if tensor is not None else None
+        if device is None or not torch.is_autocast_enabled(device) or \
+                torch.get_autocast_dtype(device) != torch.bfloat16:
+            return func(*args, **kwargs)
+        with torch.autocast(device, enabled=False):
+            out = func(*_cast_floats(args, torch.float32),
+                       **{key: _cast_floats(value, torch.float32) for key, value in kwargs.items()})
+        return _cast_floats(out, torch.bfloat16)
+
+    setattr(in_fp32, _SHIM_FLAG, True)
+    return in_fp32
+
+
+def patch_ops_without_bf16() -> None:
+    """Run mmcv 2.1's RoIAlign, multi-scale deformable attention and NMS in fp32 under bf16 autocast.
+
+    Breaks: their CUDA (and CPU) kernels dispatch on float, double and half only, so Mask R-CNN (RoIAlign in
+    mmdet's ``SingleRoIExtractor``) and DINO (``MultiScaleDeformableAttnFunction``) stop with "not implemented
+    for 'BFloat16'" under bf16 AMP; mmcv's CPU NMS needs boxes and scores of one dtype, and under autocast bf16
+    scores meet fp32 boxes. mmdet also casts the RoIs to the features' dtype, which in bf16 puts box corners
+    beyond 512 px on a 4-px grid. Under bf16 autocast only, the RoI extractor (level mapping and RoIAlign), the
+    deformable-attention kernel and NMS now run with autocast off on fp32 inputs (the projections around them
+    stay in bf16) and hand bf16 on; fp16 and fp32 runs are untouched. mmcv 2.1 is the last release mmdet 3.3 and
+    mmseg 1.2 accept; keep while it is pinned.
+    """
+    from mmcv.ops.multi_scale_deform_attn import MultiScaleDeformableAttnFunction
+    from mmcv.ops.nms import NMSop
+    from mmdet.models.roi_heads.roi_extractors import SingleRoIExtractor
+
+    if not _is_shim(SingleRoIExtractor.forward):
+        SingleRoIExtractor.forward = _fp32_under_bf16_autocast(SingleRoIExtractor.forward)
+    for function in (MultiScaleDeformableAttnFunction, NMSop):
+        if not _is_shim(function.apply):
+            function.apply = staticmethod(_fp32_under_bf16_autocast(function.apply))
+
+
+#: cuBLAS's deterministic workspace setting (torch's reproducibility notes; ``:16:8`` uses less memory)
+CUBLAS_DETERMINISTIC_WORKSPACE = ':4096:8'
+
+
+def patch_deterministic_cublas() -> None:
+    """Make ``randomness=dict(deterministic=True)`` also set ``CUBLAS_WORKSPACE_CONFIG``.
+
+    Breaks: mmengine's ``set_random_seed(deterministic=True)`` calls ``torch.use_deterministic_algorithms(True)``,
+    after which the first CUDA matmul raises unless ``CUBLAS_WORKSPACE_CONFIG`` is set; cuBLAS reads it when its
+    first handle is created, which is after the Runner sets its randomness. A value the user set is kept. Not in
+    mmengine ``main``; keep.
+    """
+    from mmengine.runner import utils as runner_utils
+
+    original = runner_utils.set_random_seed
+    if _is_shim(original):
+        return
+
+    @functools.wraps(original)
+    def set_random_seed(seed: Optional[int] = None, deterministic: bool = False, diff_rank_seed: bool = False) -> int:
+        if deterministic:
+            os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', CUBLAS_DETERMINISTIC_WORKSPACE)
+        return original(seed, deterministic, diff_rank_seed)
+
+    _install('set_random_seed', set_random_seed, 'mmengine.runner.utils', 'mmengine.runner', 'mmengine.runner.runner')
+
+
 def apply_all() -> None:
     """Apply every shim (idempotent)."""
     patch_checkpoint_loading()
@@ -399,6 +496,8 @@ def apply_all() -> None:
     patch_fsdp_gradient_clipping()
     patch_builtin_module_check()
     patch_package_lookup()
+    patch_ops_without_bf16()
+    patch_deterministic_cublas()
 
 
 apply_all()

@@ -3,10 +3,15 @@
 #
 # First run on a fresh machine: ~15 min, dominated by compiling mmcv 2.1.0 (no wheels exist for this
 # torch). The compiled wheel is cached in $MMCAUSAL_CACHE (default ~/.cache/mmcausal), keyed on mmcv, torch,
-# Python and the ops it was built with (CPU only, or CUDA <torch.version.cuda>), and uv keeps every
-# other package in its cache, so a second set-up on the same machine, even from a fresh clone, takes
-# well under 2 minutes. A stamp of the requirement files makes a run with nothing to change return in
-# seconds.
+# Python and the ops it was built with (CPU only, or CUDA <torch.version.cuda> for the GPU architectures
+# it targets), and uv keeps every other package in its cache, so a second set-up on the same machine, even
+# from a fresh clone, takes well under 2 minutes. A stamp of the requirement files makes a run with nothing
+# to change return in seconds.
+#
+# On a GPU host mmcv gets CUDA ops, compiled for the visible GPUs with nvcc from the CUDA toolkit that
+# matches torch (CUDA_HOME); without one the script stops and says how to proceed. MMCAUSAL_MMCV_OPS=cpu
+# builds CPU ops instead (the detectors then cannot run on the GPU); =cuda forces CUDA ops (with
+# TORCH_CUDA_ARCH_LIST where no GPU is visible). The decisions: tools/misc/mmcv_build_plan.py.
 #
 # Why each step is the way it is: README.md, "Compatibility notes".
 set -euo pipefail
@@ -18,11 +23,13 @@ CACHE="${MMCAUSAL_CACHE:-$HOME/.cache/mmcausal}"
 MMCV_VERSION=2.1.0
 UV_VERSION=0.13.9
 REQ="$ROOT/requirements"
+PLAN="$ROOT/tools/misc/mmcv_build_plan.py"
 
 log() { echo "[setup_env] $*"; }
 
 stamp_of() {
-  cat "$REQ"/*.txt "$ROOT/tools/setup_env.sh" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1
+  { cat "$REQ"/*.txt "$ROOT/tools/setup_env.sh" "$PLAN" "$ROOT/pyproject.toml"; echo "ops ${MMCAUSAL_MMCV_OPS:-auto}"; } |
+    sha256sum | cut -d' ' -f1
 }
 
 check_stack() {
@@ -31,18 +38,12 @@ import torch, torchvision  # noqa: F401
 from mmcv.ops import nms  # fails if mmcv was built without its compiled ops
 import mmdet.models, mmseg.models, mmpretrain.models  # noqa: F401
 import mmcausal  # noqa: F401
-if torch.cuda.is_available():  # a CPU-ops mmcv raises here on a GPU node ("not compiled with GPU support")
+import os
+# a CPU-ops mmcv raises here on a GPU node ("not compiled with GPU support") unless CPU ops were asked for
+if torch.cuda.is_available() and os.environ.get('MMCAUSAL_MMCV_OPS', '').lower() != 'cpu':
     boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.]], device='cuda')
     nms(boxes, torch.tensor([0.9, 0.8], device='cuda'), 0.5)
 PYCHECK
-}
-
-# The ops mmcv's setup.py compiles: CUDA ones iff a GPU is visible (or FORCE_CUDA=1) and torch has CUDA.
-# torch.version.cuda alone is not enough: the PyPI torch wheel is a CUDA build even on CPU-only machines.
-ops_variant() {
-  "$VENV/bin/python" -c 'import os, torch
-cuda = torch.version.cuda and (torch.cuda.is_available() or os.environ.get("FORCE_CUDA") == "1")
-print(f"cu{torch.version.cuda}" if cuda else "cpu")'
 }
 
 STAMP_FILE="$VENV/.mmcausal-setup-stamp"
@@ -77,21 +78,30 @@ log "build tooling and torch"
 
 TORCH_VERSION="$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')"
 PY_TAG="$("$VENV/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
-OPS="$(ops_variant)"
+# MMCV_OPS, MMCV_CXX20, MMCV_BUILD_ENV (array), MMCV_BUILD_PROBLEM; an impossible setting stops here (one line).
+MMCV_PLAN="$("$VENV/bin/python" "$PLAN")"
+eval "$MMCV_PLAN"
 # A CPU-ops wheel keeps the unsuffixed name every earlier version of this script used on CPU machines, so
-# their caches stay valid; a CUDA-ops wheel gets its own directory (e.g. ...-cp311-cu13.0).
+# their caches stay valid; a CUDA-ops wheel gets its own directory (e.g. ...-cp311-cu13.0-sm90).
 WHEEL_DIR="$CACHE/wheels/mmcv-$MMCV_VERSION-torch$TORCH_VERSION-$PY_TAG"
-[[ "$OPS" == cpu ]] || WHEEL_DIR="$WHEEL_DIR-$OPS"
+[[ "$MMCV_OPS" == cpu ]] || WHEEL_DIR="$WHEEL_DIR-$MMCV_OPS"
 if ! ls "$WHEEL_DIR"/mmcv-*.whl >/dev/null 2>&1; then
-  log "compiling mmcv $MMCV_VERSION with $OPS ops against torch $TORCH_VERSION (about 11-17 min on 2 cores)"
+  if [[ -n "$MMCV_BUILD_PROBLEM" ]]; then
+    log "cannot compile mmcv $MMCV_VERSION with $MMCV_OPS ops: $MMCV_BUILD_PROBLEM"
+    exit 1
+  fi
+  log "compiling mmcv $MMCV_VERSION with $MMCV_OPS ops against torch $TORCH_VERSION (${MMCV_BUILD_ENV[*]}; CPU ops" \
+    "about 11-17 min on 2 cores, CUDA ops about 5-8 min on 16)"
   BUILD="$(mktemp -d)"
   "${PIP[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$BUILD"
   tar -xzf "$BUILD/mmcv-$MMCV_VERSION.tar.gz" -C "$BUILD"
   # torch>=2.14 headers require C++20; mmcv hard-codes -std=c++17 (open-mmlab/mmcv#3341).
-  sed -i 's/-std=c++17/-std=c++20/g; s#/std:c++17#/std:c++20#g' "$BUILD/mmcv-$MMCV_VERSION/setup.py"
+  if [[ "$MMCV_CXX20" == 1 ]]; then
+    sed -i 's/-std=c++17/-std=c++20/g; s#/std:c++17#/std:c++20#g' "$BUILD/mmcv-$MMCV_VERSION/setup.py"
+  fi
   mkdir -p "$WHEEL_DIR.partial"
   # --no-build-isolation: an isolated build cannot see torch and silently produces an mmcv without ops.
-  MMCV_WITH_OPS=1 MAX_JOBS="${MAX_JOBS:-2}" "${PIP[@]}" wheel -q --no-build-isolation --no-deps --no-cache-dir \
+  env "${MMCV_BUILD_ENV[@]}" "${PIP[@]}" wheel -q --no-build-isolation --no-deps --no-cache-dir \
     -w "$WHEEL_DIR.partial" "$BUILD/mmcv-$MMCV_VERSION"
   rm -rf "$WHEEL_DIR" && mv "$WHEEL_DIR.partial" "$WHEEL_DIR"
   rm -rf "$BUILD"

@@ -37,6 +37,8 @@ val_dataloader = dict(batch_size=64)
 test_dataloader = val_dataloader
 
 warmup_epochs = 20
+# AMP dtype: bf16 without loss scaling, as the official code's autocast(bfloat16) (header). fp16 instead:
+# --cfg-options optim_wrapper.dtype=float16 optim_wrapper.loss_scale=dynamic.
 optim_wrapper = dict(
     type='AmpOptimWrapper',
     dtype='bfloat16',

@@ -17,4 +17,6 @@ custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 # Backbone and neck: ../_base_/models/pyramid_vision_llama_dense.py (override the checkpoint with
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH).
 model = dict(backbone={{_base_.pvl_base_dense_backbone}}, neck={{_base_.pvl_base_dense_neck}})
+# AMP dtype: fp16 (dynamic loss scale), as the official runs (mmdet's Swin AMP recipe); RoIAlign and NMS run in fp32
+# under bf16 (compat.py). bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
 optim_wrapper = dict(type='AmpOptimWrapper')

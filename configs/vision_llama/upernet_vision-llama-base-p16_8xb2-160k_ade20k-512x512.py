@@ -44,6 +44,8 @@ model = dict(
         drop_path_rate=0.1,
         init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')))
 
+# AMP dtype: fp16 (dynamic loss scale), as the official runs (mmseg's fp16 AMP).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,
     type='AmpOptimWrapper',  # dynamic loss scaling by default

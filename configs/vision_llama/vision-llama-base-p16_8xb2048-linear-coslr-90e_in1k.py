@@ -12,6 +12,8 @@ custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 # tools/model_converters/visionllama2mmcausal.py; override with
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH
 pretrained = 'work_dirs/mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k/epoch_800.pth'
+# AMP dtype: fp16 (the inherited AmpOptimWrapper, dynamic loss scale), as mmpretrain's MAE linear probe.
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
 
 model = dict(
     backbone=dict(

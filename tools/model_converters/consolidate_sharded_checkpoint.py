@@ -8,21 +8,26 @@ the checkpoint: each process loads its shard, and FSDP gathers the full weights 
 the ``state_dict`` with the model's own keys (``backbone.*``, ``head.*`` ...). The output is what a plain run saves:
 ``tools/test.py`` with the unsharded config, fine-tuning (``Pretrained``) and the converters read it. ``--ema``
 writes the ``ShardedEMAHook`` average instead of the trained weights. On a CPU-only host the processes run FSDP over
-gloo, so no GPU is needed.
+gloo, so no GPU is needed. A missing config or checkpoint, another world size, or ``--ema`` for a run without EMA
+ends it with one line.
 """
 import argparse
+import glob
+import os.path as osp
 import tempfile
 from typing import List, Optional
 
+import torch
 from mmengine.config import Config
-from mmengine.dist import is_main_process
+from mmengine.dist import get_world_size, is_main_process
 from mmengine.registry import STRATEGIES, init_default_scope
 from mmengine.runner.checkpoint import save_checkpoint
 from torch.distributed.fsdp import FullStateDictConfig, FullyShardedDataParallel, StateDictType
 
 import mmcausal  # noqa: F401  (the shims and the registered components)
 from mmcausal.engine.hooks.sharded_ema_hook import CHECKPOINT_KEY, copy_shards, ema_parameters
-from mmcausal.utils import end_distributed_run
+from mmcausal.utils import ConfigValueError, end_distributed_run
+from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -31,30 +36,51 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('checkpoint', help='the sharded checkpoint: a directory of rank*.pth files')
     parser.add_argument('out', help='the consolidated checkpoint file to write')
     parser.add_argument('--ema', action='store_true', help='write the ShardedEMAHook weights')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not osp.isfile(args.config):
+        parser.error(f'config file not found: {args.config}')
+    if not osp.isfile(osp.join(args.checkpoint, 'rank0.pth')):
+        what = 'is a single checkpoint file, nothing to consolidate' if osp.isfile(args.checkpoint) else \
+            'is no sharded checkpoint (a directory of rank*.pth files)'
+        parser.error(f'{args.checkpoint} {what}')
+    return args
+
+
+def full_state_dict_config(model: torch.nn.Module) -> FullStateDictConfig:
+    """Gather the full weights on rank 0, moved to the CPU only when they are on a GPU: on a CPU (gloo) model
+    ``offload_to_cpu=True`` makes rank 0 crash (SIGSEGV) in FSDP's state-dict clone under torch 2.11."""
+    on_gpu = any(parameter.device.type == 'cuda' for parameter in model.parameters())
+    return FullStateDictConfig(offload_to_cpu=on_gpu, rank0_only=True)
 
 
 def consolidate(cfg: Config, checkpoint: str, ema: bool = False) -> dict:
     """Load the sharded ``checkpoint`` into ``cfg``'s model under its FSDP strategy and return the full checkpoint
     (``meta`` and ``state_dict``) on rank 0; the other ranks get ``state_dict == {}``."""
     init_default_scope(cfg.get('default_scope', 'mmengine'))
-    with tempfile.TemporaryDirectory() as logs:  # the strategy's log directory
-        strategy = STRATEGIES.build(
-            dict(cfg.strategy, work_dir=logs, env_kwargs=dict(cfg.get('env_cfg', {}), launcher='pytorch')))
+    with tempfile.TemporaryDirectory() as logs:  # the strategy's log directory, and its logger's unique name
+        strategy = STRATEGIES.build(dict(cfg.strategy, work_dir=logs, experiment_name=osp.basename(logs),
+                                         env_kwargs=dict(cfg.get('env_cfg', {}), launcher='pytorch')))
         model = strategy.prepare(cfg.model, dispatch_kwargs=dict(init_weights_for_test_or_val=False))
+        shards = len(glob.glob(osp.join(checkpoint, 'rank*.pth')))
+        if shards != get_world_size():
+            raise ConfigValueError(f'{checkpoint} holds the shards of {shards} processes, but this run has '
+                                   f'{get_world_size()}: run it with the world size of the run that saved it '
+                                   f'(torchrun --nproc_per_node N [--nnodes M], {shards} processes in all).')
         loaded = strategy.load_checkpoint(checkpoint)
     if ema:
         if CHECKPOINT_KEY not in loaded:
-            raise ValueError(f'{checkpoint} has no EMA weights (the run had no ShardedEMAHook).')
+            raise ConfigValueError(f'--ema: {checkpoint} has no EMA weights (the run had no ShardedEMAHook); '
+                                   'drop --ema to write the trained weights.')
         copy_shards(ema_parameters(model), loaded[CHECKPOINT_KEY]['averages'])
-    full = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
-    with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT, full):
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT,
+                                                  full_state_dict_config(model)):
         return dict(meta=loaded.get('meta', {}), state_dict=model.state_dict())
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
-    consolidated = consolidate(Config.fromfile(args.config), args.checkpoint, args.ema)
+    with user_errors_end_in_one_line():
+        consolidated = consolidate(read_config(args.config), args.checkpoint, args.ema)
     if is_main_process():
         save_checkpoint(consolidated, args.out)
 
