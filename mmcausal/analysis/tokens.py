@@ -15,7 +15,7 @@ from mmengine.model import BaseModel
 from torch import Tensor, nn
 
 from mmcausal.models.layers import TokenLayout
-from mmcausal.utils.resolution_eval import unwrap
+from mmcausal.analysis.resolution_eval import unwrap
 from .errors import AnalysisError
 
 Token = Union[str, int]  # 'cls' or a patch index in raster order

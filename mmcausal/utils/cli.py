@@ -14,17 +14,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Type
 
 from mmengine.config import Config, DictAction
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
-from mmcausal.engine.hooks import EmptyDetectionsHook
-from .dataset_check import (
-    DatasetFormatError,
-    check_built_datasets,
-    check_dataset_files,
-    check_dataset_paths,
-    empty_dataset_error,
-)
+from .dataset_check import DatasetFormatError, empty_dataset_error
 from .errors import UserInputError
 
 DEBUG_ENV = 'MMCAUSAL_DEBUG'
@@ -235,20 +226,6 @@ def user_errors_end_in_one_line(debug: Optional[bool] = None) -> Iterator[None]:
         raise SystemExit(one_line(user_error)) from None
 
 
-#: The Runner loop (and its config key) that owns each dataloader.
-LOOPS = dict(train_dataloader=('train_loop', 'train_cfg'), val_dataloader=('val_loop', 'val_cfg'),
-             test_dataloader=('test_loop', 'test_cfg'))
-
-
-def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> Iterator[Tuple[str, Any]]:
-    """``(dataloader name, dataset)`` of each of ``dataloaders``, built through the Runner's loops (which keep
-    them, so ``runner.train()`` / ``runner.test()`` reuse them instead of building them again)."""
-    for name in dataloaders:
-        loop, loop_cfg = LOOPS.get(name, (None, None))
-        if loop is not None and cfg.get(name) and cfg.get(loop_cfg):
-            yield name, getattr(runner, loop).dataloader.dataset
-
-
 def check_sharded_load_from(cfg: Config) -> None:
     """Raise :class:`ConfigError` when a sharded run is to load a single-file checkpoint: ``FSDPStrategy`` with
     per-rank checkpoints (``state_dict_cfg='local'``, its default) reads ``load_from`` as a directory of them."""
@@ -259,23 +236,3 @@ def check_sharded_load_from(cfg: Config) -> None:
             f'{path} is a single checkpoint file, but the sharded strategy (FSDPStrategy) loads sharded checkpoints '
             "(directories of rank*.pth files). Start a sharded run from it with model.init_cfg=dict(type='Pretrained', "
             'checkpoint=...); test it with the unsharded config.')
-
-
-def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
-        check_pretrained: bool = True) -> None:
-    """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner (the
-    ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``) and its datasets, check them,
-    and call ``action(runner)``; user-input errors end the program with one line
-    (:func:`user_errors_end_in_one_line`). All checks run before training, so a bad input found by them leaves
-    nothing in the work dir that a later ``--resume`` would read.
-    """
-    with user_errors_end_in_one_line():
-        check_dataset_paths(cfg, dataloaders)
-        check_dataset_files(cfg, dataloaders)
-        if check_pretrained:
-            check_pretrained_paths(cfg)
-        check_sharded_load_from(cfg)
-        runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
-        check_built_datasets(list(built_datasets(runner, cfg, dataloaders)))
-        runner.register_hook(EmptyDetectionsHook())  # a detector that predicts nothing says so
-        action(runner)
