@@ -11,7 +11,14 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from mmcausal.engine.hooks import EmptyDetectionsHook
-from mmcausal.utils.cli import check_pretrained_paths, check_sharded_load_from, user_errors_end_in_one_line
+from mmcausal.utils.checkpoint_coverage import partial_loads_allowed
+from mmcausal.utils.cli import (
+    check_pretrained_paths,
+    check_sharded_load_from,
+    check_work_dir,
+    user_errors_end_in_one_line,
+)
+from mmcausal.utils.config_check import check_config_values
 from mmcausal.utils.dataset_check import check_built_datasets, check_dataset_files, check_dataset_paths
 
 #: The Runner loop (and its config key) that owns each dataloader.
@@ -30,13 +37,16 @@ def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> I
 
 def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
         check_pretrained: bool = True) -> None:
-    """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner (the
-    ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``) and its datasets, check them,
-    and call ``action(runner)``; user-input errors end the program with one line
-    (:func:`~mmcausal.utils.cli.user_errors_end_in_one_line`). All checks run before training, so a bad input
-    found by them leaves nothing in the work dir that a later ``--resume`` would read.
+    """Check the work dir, the settings, the datasets (and, for training, the ``Pretrained`` / ``load_from``
+    files), build the Runner (the ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``)
+    and its datasets, check them, and call ``action(runner)``; user-input errors end the program with one line
+    (:func:`~mmcausal.utils.cli.user_errors_end_in_one_line`). A checkpoint that loads less than half of a module
+    is refused unless the config says ``allow_partial_load=True`` (``--allow-partial-load``). All checks run before
+    training, so a bad input found by them leaves nothing in the work dir that a later ``--resume`` would read.
     """
-    with user_errors_end_in_one_line():
+    with user_errors_end_in_one_line(), partial_loads_allowed(bool(cfg.get('allow_partial_load', False))):
+        check_work_dir(cfg.work_dir)
+        check_config_values(cfg, dataloaders)
         check_dataset_paths(cfg, dataloaders)
         check_dataset_files(cfg, dataloaders)
         if check_pretrained:

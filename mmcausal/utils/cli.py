@@ -11,11 +11,12 @@ import os
 import os.path as osp
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Type
+from typing import Any, Iterator, Optional, Sequence, Tuple, Type
 
 from mmengine.config import Config, DictAction
 
-from .dataset_check import DatasetFormatError, empty_dataset_error
+from .checkpoint_coverage import PARTIAL_LOAD_FLAG, CheckpointMismatchError
+from .dataset_check import DatasetFormatError, empty_dataset_error, sample_loading_error
 from .errors import UserInputError
 
 DEBUG_ENV = 'MMCAUSAL_DEBUG'
@@ -44,9 +45,15 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
      'the image folder has {0} class subfolders but metainfo.classes names {1} classes. Make them agree.'),
     (RuntimeError, re.compile(r'Found 0 files in subfolders of: (.+?)\. Supported extensions are: (\S+)'),
      DatasetFormatError, 'no image files in the class subfolders of {0} (extensions {1}).'),
+    (OSError, re.compile(r'image file is truncated|cannot identify image file'), DatasetFormatError,
+     'an image or segmentation map of the dataset is truncated, empty or not an image; run with num_workers=0 '
+     '(--cfg-options train_dataloader.num_workers=0) to have its name, then replace it.'),
     (ValueError, re.compile(r'persistent_workers option needs num_workers > 0'), ConfigError,
      'a dataloader has persistent_workers=True but num_workers=0; set persistent_workers=False or num_workers '
      '> 0.'),
+    (AssertionError, re.compile(r'^(\S+) is not in the pretrained model'), CheckpointMismatchError,
+     "no key of the Pretrained checkpoint starts with prefix='{0}'. A checkpoint of the module alone needs no "
+     'prefix (drop prefix=); otherwise it is another model\'s checkpoint.'),
     (IndexError, re.compile(r'Target (-?\d+) is out of bounds'), DatasetFormatError,
      'an annotation has label {0}, outside the classes the model predicts. Check num_classes of the heads '
      'against the dataset\'s classes and label values (mmseg: reduce_zero_label, ignore_index).'),
@@ -54,7 +61,8 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--work-dir``, ``--cfg-options``, ``--launcher`` and the launcher's ``--local-rank``."""
+    """``--work-dir``, ``--cfg-options``, ``--launcher``, the launcher's ``--local-rank``, ``--allow-partial-load``
+    and ``--debug``."""
     parser.add_argument('--work-dir', help='directory for logs, checkpoints and metrics '
                         '(default: the config\'s work_dir, else work_dirs/<config name>)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
@@ -64,6 +72,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help='job launcher')
     # torch.distributed.launch passes --local-rank (torch >= 2.0) or --local_rank.
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    parser.add_argument(PARTIAL_LOAD_FLAG, action='store_true',
+                        help='accept a checkpoint (load_from, the evaluated one, Pretrained inits) that loads less '
+                        'than half of the weights of the module it is loaded into (default: refused, it is usually '
+                        'another model\'s checkpoint or has another key prefix)')
     parser.add_argument('--debug', action='store_true',
                         help='show the full traceback of errors in the config, data or checkpoint '
                         f'(default: one line saying what to change; also {DEBUG_ENV}=1)')
@@ -113,13 +125,15 @@ def read_config(path: str, cfg_options: Optional[dict] = None, **settings: Any) 
 
 
 def load_config(args: argparse.Namespace) -> Config:
-    """Load ``args.config`` and apply ``--cfg-options``, ``--launcher`` and ``--work-dir``.
+    """Load ``args.config`` and apply ``--cfg-options``, ``--launcher``, ``--allow-partial-load`` and ``--work-dir``.
 
     ``work_dir`` priority: command line > config > ``work_dirs/<config name>``. A config that cannot be
     loaded or merged ends the program with one line (:func:`user_errors_end_in_one_line`).
     """
     with user_errors_end_in_one_line():
         cfg = read_config(args.config, args.cfg_options, launcher=args.launcher)
+    if args.allow_partial_load:
+        cfg.allow_partial_load = True
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
@@ -156,10 +170,10 @@ def check_pretrained_paths(cfg: Config) -> None:
 
 def _library_user_error(error: BaseException) -> Optional[UserInputError]:
     """``error`` as the user error of :data:`LIBRARY_USER_ERRORS` it matches (or an empty dataset that
-    mmengine failed to serialize), else ``None``."""
-    empty = empty_dataset_error(error)
-    if empty is not None:
-        return empty
+    mmengine failed to serialize, or a file error while a sample was loaded), else ``None``."""
+    data_error = empty_dataset_error(error) or sample_loading_error(error)
+    if data_error is not None:
+        return data_error
     message = error.args[0] if error.args and isinstance(error.args[0], str) else ''
     if 'in DataLoader worker' in message:  # torch re-raised it with the worker's traceback: match its last line
         message = [line for line in message.splitlines() if line.strip()][-1]
@@ -224,6 +238,22 @@ def user_errors_end_in_one_line(debug: Optional[bool] = None) -> Iterator[None]:
         if user_error is None:
             raise
         raise SystemExit(one_line(user_error)) from None
+
+
+class WorkDirError(UserInputError, OSError):
+    """The work dir cannot be a directory (a file is in its place, or in the place of one of its parents)."""
+
+
+def check_work_dir(path: str) -> None:
+    """Raise :class:`WorkDirError` unless ``path`` is a directory or can be made one (its nearest existing
+    ancestor is a directory)."""
+    existing = osp.abspath(path)
+    while not osp.exists(existing):
+        existing = osp.dirname(existing)
+    if not osp.isdir(existing):
+        where = 'it is a file' if existing == osp.abspath(path) else f'{existing!r} is a file'
+        raise WorkDirError(f'the work dir {path!r} cannot be a directory: {where}. Choose another one with '
+                           '--work-dir DIR.')
 
 
 def check_sharded_load_from(cfg: Config) -> None:
