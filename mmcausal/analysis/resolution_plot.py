@@ -4,8 +4,8 @@ import math
 import os.path as osp
 from typing import Optional, Sequence, Tuple
 
-from mmcausal.analysis.resolution_eval import Results, Size, hw, size_label
 from .plotting import new_figure, save_figure, write_csv
+from .resolution_eval import Results, Size, hw, size_label
 
 FILE_NAME = 'top1_vs_resolution'
 
