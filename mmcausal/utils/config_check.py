@@ -14,9 +14,10 @@ from mmengine.config import Config
 
 from .validation import ConfigValueError
 
-#: model settings that are fractions: drop / drop-path / attention-drop rates, probabilities, mask ratios
-FRACTION_KEYS = re.compile(r'^(?:\w+_)?(?:drop|drop_rate|drop_path_rate|drop_prob|dropout|dropout_ratio|prob|'
-                           r'mask_ratio)$')
+#: model settings that are fractions (any prefix): drop / drop-path / dropout rates and ratios, probabilities, mask
+#: rates and ratios (not every ``*_rate``: ``growth_rate``, ``dilation_rates`` ... are not fractions)
+FRACTION_KEYS = re.compile(r'^(?:\w+_)?(?:drop|drop_rate|drop_path_rate|droppath_rate|drop_prob|dropout|dropout_rate|'
+                           r'dropout_ratio|prob|mask_rate|mask_ratio)$')
 
 
 def _entries(node: Any, where: str) -> Iterator[Tuple[str, str, Any]]:

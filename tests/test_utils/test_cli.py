@@ -210,8 +210,10 @@ CATALOGUE = [
      r'ConfigValueError: train_dataloader\.batch_size must be an integer >= 1, got 0'),
     ('det-negative-workers', 'train', DET, 'coco', _options('train_dataloader.num_workers=-2'), 1,
      r'ConfigValueError: train_dataloader\.num_workers must be an integer >= 0, got -2'),
-    ('cls-negative-drop-path-rate', 'train', CLS, 'imagenet', _options('model.backbone.drop_path_rate=-0.1'), 1,
-     r'ConfigValueError: model\.backbone\.drop_path_rate is a fraction and must be in \[0, 1\], got -0\.1'),
+    ('cls-negative-drop-rate', 'train', CLS, 'imagenet', _options('model.backbone.drop_rate=-0.1'), 1,
+     r'ConfigValueError: model\.backbone\.drop_rate is a fraction and must be in \[0, 1\], got -0\.1'),
+    ('cls-soft-mask-rate-above-one', 'train', CLS, 'imagenet', _options('model.backbone.soft_mask_rate=1.5'), 1,
+     r'ConfigValueError: model\.backbone\.soft_mask_rate is a fraction and must be in \[0, 1\], got 1\.5'),
     ('seg-dropout-ratio-above-one', 'train', SEG, 'ade20k', _options('model.decode_head.dropout_ratio=1.5'), 1,
      r'ConfigValueError: model\.decode_head\.dropout_ratio is a fraction and must be in \[0, 1\], got 1\.5'),
     ('work-dir-is-a-file', 'train', CLS, 'imagenet', _work_dir_is_a_file, 1,
@@ -491,3 +493,12 @@ def test_resume_after_a_failed_start_begins_fresh(shapes_root, tools, tmp_path, 
     assert (work / 'last_checkpoint').is_file() and (work / 'epoch_1.pth').is_file()
     tools['train'].main([str(ROOT / CLS), '--work-dir', str(work), '--resume', *options, 'train_cfg.max_epochs=2'])
     assert (work / 'epoch_2.pth').is_file()
+
+
+def test_a_partial_load_on_purpose_is_evaluated(tools, tmp_path, capsys, single_thread):
+    """``--allow-partial-load`` lets ``tools/test.py`` evaluate a checkpoint that the catalogue refuses."""
+    case = next(case for case in CATALOGUE if case[0] == 'test-checkpoint-of-another-model')
+    argv = _argv(case, tmp_path)
+    tools['test'].main(argv[:2] + ['--allow-partial-load'] + argv[2:])
+    captured = capsys.readouterr()
+    assert 'accuracy/top1' in captured.out + captured.err

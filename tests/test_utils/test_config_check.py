@@ -16,7 +16,7 @@ def test_dataloader_counts_must_be_integers_in_range(key, value):
 
 
 @pytest.mark.parametrize('key', ['drop_rate', 'drop_path_rate', 'attn_drop_rate', 'ffn_drop', 'proj_drop',
-                                 'dropout_ratio', 'mask_ratio', 'drop_prob'])
+                                 'dropout_ratio', 'mask_ratio', 'drop_prob', 'soft_mask_rate', 'dropout_rate'])
 @pytest.mark.parametrize('value', [-0.1, 1.5])
 def test_fractions_anywhere_in_the_model_must_be_in_the_unit_interval(key, value):
     cfg = Config(dict(model=dict(type='X', neck=dict(layers=[dict(type='Y', **{key: value})]))))
@@ -24,7 +24,7 @@ def test_fractions_anywhere_in_the_model_must_be_in_the_unit_interval(key, value
         check_config_values(cfg, ())
 
 
-@pytest.mark.parametrize('key,value', [('mlp_ratio', 4.0), ('dilation_rate', 2), ('drop_path_rate', 0.3),
+@pytest.mark.parametrize('key,value', [('mlp_ratio', 4.0), ('growth_rate', 32), ('drop_path_rate', 0.3),
                                        ('dropout_ratio', 1), ('layer_decay_rate', 0.9), ('drop', True)])
 def test_settings_that_are_not_fractions_or_are_in_range_pass(key, value):
     check_config_values(Config(dict(model=dict(type='X', backbone=dict(**{key: value})),
