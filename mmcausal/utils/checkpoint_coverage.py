@@ -69,8 +69,10 @@ def _best_prefix(keys: Collection[str], targets: Collection[str]) -> Optional[st
     return best
 
 
-def likely_cause(model_keys: Collection[str], checkpoint_keys: Collection[str], mismatched: Collection[str]) -> str:
-    """One sentence on why ``checkpoint_keys`` miss ``model_keys``, with the fix."""
+def likely_cause(model_keys: Collection[str], checkpoint_keys: Collection[str], missing: Collection[str],
+                 mismatched: Collection[str]) -> str:
+    """One sentence on why ``checkpoint_keys`` miss ``model_keys`` (``missing``: model keys the checkpoint lacks;
+    ``mismatched``: keys of other shapes), with the fix."""
     prefix = _best_prefix(checkpoint_keys, model_keys)
     if prefix is not None:
         return (f"Its keys carry the prefix '{prefix}.' (a whole model's or a wrapped model's checkpoint): load it "
@@ -79,13 +81,13 @@ def likely_cause(model_keys: Collection[str], checkpoint_keys: Collection[str], 
     if part is not None:
         return (f"It holds only the '{part}' of this model (keys without '{part}.'): load it into model.{part} "
                 "with init_cfg=dict(type='Pretrained', checkpoint=...).")
-    if mismatched:
+    if len(mismatched) > len(missing):
         return (f'{len(mismatched)} of its tensors have other shapes (e.g. {mismatched[0]}): a checkpoint of another '
                 'size of this model (arch, embed_dims, patch_size, num_classes).')
     shared = len(set(checkpoint_keys) & set(model_keys))
     examples = ', '.join(sorted(checkpoint_keys)[:2]) or 'none'
-    return (f'It shares {shared} of its {len(checkpoint_keys)} keys with this model (its keys: {examples}, ...): '
-            'a checkpoint of another model.')
+    return (f'It shares {shared} of its {len(checkpoint_keys)} keys with the {len(model_keys)} of this model (its '
+            f'keys: {examples}, ...): a checkpoint of another model.')
 
 
 def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str], missing: Collection[str],
@@ -102,7 +104,9 @@ def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str
         return
     weights = weight_sizes(module)
     total = sum(weights.values())
-    unloaded = [key for key in weights if key in set(missing) | set(mismatched)]
+    missing, mismatched = set(missing), list(mismatched)
+    absent = [key for key in weights if key in missing]
+    unloaded = [key for key in weights if key in missing or key in mismatched]
     loaded = total - sum(weights[key] for key in unloaded)
     if total == 0 or loaded >= MIN_LOADED_FRACTION * total:
         return
@@ -110,5 +114,5 @@ def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str
         f'the checkpoint loads {len(weights) - len(unloaded)} of the {len(weights)} weights of '
         f'{type(module).__name__} ({100 * loaded / total:.0f} % of its elements; not loaded: '
         f'{", ".join(unloaded[:3])}{", ..." if len(unloaded) > 3 else ""}). '
-        f'{likely_cause(list(weights), list(checkpoint_keys), list(mismatched))} '
+        f'{likely_cause(list(weights), list(checkpoint_keys), absent, mismatched)} '
         f'To load it partly on purpose: {PARTIAL_LOAD_FLAG}.')

@@ -44,7 +44,8 @@ def test_a_small_part_missing_is_accepted(tmp_path):
 def test_another_models_checkpoint_is_refused(tmp_path):
     path = _save({'conv.weight': torch.zeros(8, 3, 3, 3), 'fc.bias': torch.zeros(8)}, tmp_path)
     with pytest.raises(CheckpointMismatchError, match=r'loads 0 of the 10 weights of Net \(0 % .*not loaded: '
-                       r'backbone\.0\.weight.*shares 0 of its 2 keys .*conv\.weight.*--allow-partial-load'):
+                       r'backbone\.0\.weight.*shares 0 of its 2 keys with the 10 of this model .*conv\.weight.*'
+                       r'another model\. To load it partly on purpose: --allow-partial-load'):
         load_checkpoint(Net(), path)
 
 
