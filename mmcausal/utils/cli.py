@@ -168,12 +168,28 @@ def check_pretrained_paths(cfg: Config) -> None:
                 f'tools/model_converters/) or point to it with --cfg-options {key}=PATH.')
 
 
+def unknown_layer_type_error(error: BaseException) -> Optional[ConfigError]:
+    """The :class:`ConfigError` behind ``error`` if it is mmcv's ``KeyError`` for an unknown type in a layer config
+    (``build_norm_layer`` / ``build_conv_layer`` ... say ``Cannot find None in registry``, without the type: it is
+    taken from the builder's frame), else ``None``."""
+    message = error.args[0] if isinstance(error, KeyError) and error.args else ''
+    match = re.match(r'Cannot find \S+ in registry under scope name (\S+)', str(message))
+    if not match:
+        return None
+    trace, layer_type = error.__traceback__, None
+    while trace is not None:  # the innermost builder's ``layer_type``
+        layer_type = trace.tb_frame.f_locals.get('layer_type', layer_type)
+        trace = trace.tb_next
+    return ConfigError(f'a layer config (norm_cfg, conv_cfg, ...) names type {layer_type!r}, which is not '
+                       f'registered in {match.group(1)}. Check its spelling (e.g. BN, SyncBN, LN, GN, Conv2d).')
+
+
 def _library_user_error(error: BaseException) -> Optional[UserInputError]:
     """``error`` as the user error of :data:`LIBRARY_USER_ERRORS` it matches (or an empty dataset that
-    mmengine failed to serialize, or a file error while a sample was loaded), else ``None``."""
-    data_error = empty_dataset_error(error) or sample_loading_error(error)
-    if data_error is not None:
-        return data_error
+    mmengine failed to serialize, a file error while a sample was loaded, an unknown layer type), else ``None``."""
+    found = empty_dataset_error(error) or sample_loading_error(error) or unknown_layer_type_error(error)
+    if found is not None:
+        return found
     message = error.args[0] if error.args and isinstance(error.args[0], str) else ''
     if 'in DataLoader worker' in message:  # torch re-raised it with the worker's traceback: match its last line
         message = [line for line in message.splitlines() if line.strip()][-1]

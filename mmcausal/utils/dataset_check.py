@@ -6,7 +6,8 @@ not at all (an empty one "trains" without a single step; class names missing fro
 shift the labels). ``tools/train.py`` and ``tools/test.py`` call, before building the Runner,
 :func:`check_dataset_paths` (paths exist) and :func:`check_dataset_files` (cheap content checks: JSON
 annotation files complete, classification labels in range, every segmentation image has a readable map of its
-size, read from the file headers), and after building it :func:`check_built_datasets` (no empty dataset, every COCO class name known).
+size, read from the file headers), and after building it :func:`check_built_datasets` (no empty dataset, every
+COCO class name known).
 """
 import importlib
 import json

@@ -216,6 +216,9 @@ CATALOGUE = [
      r'ConfigValueError: model\.backbone\.soft_mask_rate is a fraction and must be in \[0, 1\], got 1\.5'),
     ('seg-dropout-ratio-above-one', 'train', SEG, 'ade20k', _options('model.decode_head.dropout_ratio=1.5'), 1,
      r'ConfigValueError: model\.decode_head\.dropout_ratio is a fraction and must be in \[0, 1\], got 1\.5'),
+    ('seg-unknown-norm-type', 'train', SEG, 'ade20k', _options('model.decode_head.norm_cfg.type=BN2'), 1,
+     r"ConfigError: a layer config \(norm_cfg, conv_cfg, \.\.\.\) names type 'BN2', which is not registered in "
+     'mmseg'),
     ('work-dir-is-a-file', 'train', CLS, 'imagenet', _work_dir_is_a_file, 1,
      r'WorkDirError: the work dir .*work. cannot be a directory: it is a file'),
     # --- checkpoints ---
