@@ -18,6 +18,7 @@ from mmengine.config import Config, DictAction
 from .checkpoint_coverage import PARTIAL_LOAD_FLAG, CheckpointMismatchError
 from .dataset_check import DatasetFormatError, empty_dataset_error, sample_loading_error
 from .errors import UserInputError
+from .validation import ConfigValueError
 
 DEBUG_ENV = 'MMCAUSAL_DEBUG'
 
@@ -51,6 +52,8 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
     (ValueError, re.compile(r'persistent_workers option needs num_workers > 0'), ConfigError,
      'a dataloader has persistent_workers=True but num_workers=0; set persistent_workers=False or num_workers '
      '> 0.'),
+    (ValueError, re.compile(r'^Invalid (learning rate|\w+ values?|beta parameter at index \d): (.+)$'),
+     ConfigValueError, 'the optimizer refuses {0} {1} (torch.optim); set a valid value in optim_wrapper.optimizer.'),
     (AssertionError, re.compile(r'^(\S+) is not in the pretrained model'), CheckpointMismatchError,
      "no key of the Pretrained checkpoint starts with prefix='{0}'. A checkpoint of the module alone needs no "
      'prefix (drop prefix=); otherwise it is another model\'s checkpoint.'),

@@ -219,6 +219,9 @@ CATALOGUE = [
     ('seg-unknown-norm-type', 'train', SEG, 'ade20k', _options('model.decode_head.norm_cfg.type=BN2'), 1,
      r"ConfigError: a layer config \(norm_cfg, conv_cfg, \.\.\.\) names type 'BN2', which is not registered in "
      'mmseg'),
+    ('det-negative-learning-rate', 'train', DET, 'coco', _options('optim_wrapper.optimizer.lr=-0.001'), 1,
+     r'ConfigValueError: the optimizer refuses learning rate -0\.001 \(torch\.optim\); set a valid value in '
+     r'optim_wrapper\.optimizer'),
     ('work-dir-is-a-file', 'train', CLS, 'imagenet', _work_dir_is_a_file, 1,
      r'WorkDirError: the work dir .*work. cannot be a directory: it is a file'),
     # --- checkpoints ---
