@@ -52,8 +52,10 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
     (ValueError, re.compile(r'persistent_workers option needs num_workers > 0'), ConfigError,
      'a dataloader has persistent_workers=True but num_workers=0; set persistent_workers=False or num_workers '
      '> 0.'),
-    (ValueError, re.compile(r'^Invalid (learning rate|\w+ values?|beta parameter at index \d): (.+)$'),
-     ConfigValueError, 'the optimizer refuses {0} {1} (torch.optim); set a valid value in optim_wrapper.optimizer.'),
+    # torch.optim's checks, each by its exact wording
+    (ValueError, re.compile(r'^Invalid (learning rate|(?:alpha|epsilon|eta|initial_accumulator_value|lr_decay|momentum|'
+                            r'momentum_decay|rho|weight_decay) values?|beta parameter at index \d): (.+)$'),
+     ConfigValueError, 'the optimizer refuses {0} = {1} (torch.optim); set a valid value in optim_wrapper.optimizer.'),
     (AssertionError, re.compile(r'^(\S+) is not in the pretrained model'), CheckpointMismatchError,
      "no key of the Pretrained checkpoint starts with prefix='{0}'. A checkpoint of the module alone needs no "
      'prefix (drop prefix=); otherwise it is another model\'s checkpoint.'),

@@ -220,7 +220,7 @@ CATALOGUE = [
      r"ConfigError: a layer config \(norm_cfg, conv_cfg, \.\.\.\) names type 'BN2', which is not registered in "
      'mmseg'),
     ('det-negative-learning-rate', 'train', DET, 'coco', _options('optim_wrapper.optimizer.lr=-0.001'), 1,
-     r'ConfigValueError: the optimizer refuses learning rate -0\.001 \(torch\.optim\); set a valid value in '
+     r'ConfigValueError: the optimizer refuses learning rate = -0\.001 \(torch\.optim\); set a valid value in '
      r'optim_wrapper\.optimizer'),
     ('work-dir-is-a-file', 'train', CLS, 'imagenet', _work_dir_is_a_file, 1,
      r'WorkDirError: the work dir .*work. cannot be a directory: it is a file'),
@@ -439,6 +439,16 @@ def test_library_user_errors_are_recognised():
     worker = AssertionError('Caught AssertionError in DataLoader worker process 1.\nOriginal Traceback (most '
                             'recent call last):\nAssertionError: failed to load image: data/x.jpg')
     assert 'data/x.jpg could not be decoded' in one_line(find_user_error(worker))
+
+
+@pytest.mark.parametrize('settings,message', [(dict(lr=-1.0), 'learning rate = -1.0'),
+                                              (dict(weight_decay=-0.1), 'weight_decay value = -0.1'),
+                                              (dict(betas=(1.5, 0.9)), 'beta parameter at index 0 = 1.5')])
+def test_settings_the_optimizer_refuses_are_user_errors(settings, message):
+    with pytest.raises(ValueError) as error_info:
+        torch.optim.AdamW([torch.zeros(1, requires_grad=True)], **settings)
+    assert one_line(find_user_error(error_info.value)).startswith(f'ConfigValueError: the optimizer refuses {message} ')
+    assert find_user_error(ValueError('Invalid padding value: 3')) is None
 
 
 # --- the backbone's own input checks (in-process, no Runner) ----------------------------------------------------
