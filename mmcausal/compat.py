@@ -9,6 +9,8 @@ Names patched in mmengine:
 
 * ``torch`` and ``load_url`` in ``mmengine.runner.checkpoint``, scheme ``file://``
                                                            -> :func:`patch_checkpoint_loading`
+* ``load_state_dict`` in ``mmengine.runner.checkpoint`` and ``mmengine.runner``
+                                                           -> :func:`patch_checkpoint_coverage`
 * ``init_dist`` in ``mmengine.dist.utils``, ``mmengine.dist``, ``mmengine.runner.runner``,
   ``mmengine._strategy.distributed``                       -> :func:`patch_init_dist_for_cpu`
 * ``MMDistributedDataParallel.__init__``                   -> :func:`patch_ddp_for_cpu`
@@ -48,6 +50,7 @@ from mmengine.device import get_device
 from mmengine.model import MMDistributedDataParallel, MMFullyShardedDataParallel
 from mmengine.runner import CheckpointLoader
 
+from mmcausal.utils.checkpoint_coverage import check_checkpoint_coverage, size_mismatched_keys
 from mmcausal.utils.checkpoint_loading import load_checkpoint_file
 
 _SHIM_FLAG = '__mmcausal_shim__'
@@ -132,6 +135,51 @@ def patch_checkpoint_loading() -> None:
     checkpoint_module.torch = _TorchWithSafeLoad()
     checkpoint_module.load_url = _load_url
     CheckpointLoader.register_scheme(prefixes='file://', loader=_load_from_file_url, force=True)
+
+
+def _receiving_module(module: torch.nn.Module) -> torch.nn.Module:
+    """The module mmengine's ``load_state_dict`` loads into: ``module`` without its wrappers (DDP, TTA)."""
+    from mmengine.model import BaseTTAModel, is_model_wrapper
+    while is_model_wrapper(module) or isinstance(module, BaseTTAModel):
+        module = module.module
+    return module
+
+
+def patch_checkpoint_coverage() -> None:
+    """Refuse a checkpoint that leaves most of the receiving module's weights unloaded.
+
+    Breaks: mmengine 0.10.7 ``runner/checkpoint.py:58-139`` (``load_state_dict``, unchanged on ``main``) loads with
+    ``strict=False`` for ``load_from``, ``Runner.load_checkpoint`` (``tools/test.py``) and ``Pretrained`` inits, and
+    only logs a warning for missing keys and shape mismatches: a wrong checkpoint silently gives a randomly
+    initialised model. Not a bug upstream (a choice), so this stays: after mmengine's own load, the keys it
+    collected (through a load pre-hook on the receiving module, which torch hands its lists) go to
+    :func:`mmcausal.utils.checkpoint_coverage.check_checkpoint_coverage`, which raises ``CheckpointMismatchError``
+    unless the load runs inside ``partial_loads_allowed()``.
+    """
+    from mmengine.runner import checkpoint as checkpoint_module
+
+    load_state_dict = checkpoint_module.load_state_dict
+    if _is_shim(load_state_dict):
+        return
+
+    @functools.wraps(load_state_dict)
+    def checked_load_state_dict(module: torch.nn.Module, state_dict: dict, strict: bool = False,
+                                logger: Any = None) -> None:
+        receiver = _receiving_module(module)
+        collected = {}
+
+        def keep_lists(_module, _state_dict, _prefix, _metadata, _strict, missing, _unexpected, errors) -> None:
+            collected.update(missing=missing, errors=errors)
+
+        handle = receiver.register_load_state_dict_pre_hook(keep_lists)
+        try:
+            load_state_dict(module, state_dict, strict, logger)
+        finally:
+            handle.remove()
+        check_checkpoint_coverage(receiver, list(state_dict), collected.get('missing', []),
+                                  size_mismatched_keys(collected.get('errors', [])))
+
+    _install('load_state_dict', checked_load_state_dict, 'mmengine.runner.checkpoint', 'mmengine.runner')
 
 
 # --------------------------------------------------------------------------------------------------
@@ -489,6 +537,7 @@ def patch_deterministic_cublas() -> None:
 def apply_all() -> None:
     """Apply every shim (idempotent)."""
     patch_checkpoint_loading()
+    patch_checkpoint_coverage()
     patch_init_dist_for_cpu()
     patch_ddp_for_cpu()
     patch_fsdp_for_cpu()

@@ -14,9 +14,10 @@ from mmengine.evaluator import DumpResults
 from mmengine.runner import Runner
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.apis import run
 from mmcausal.engine.hooks import EmptyDetectionsHook
 from mmcausal.utils import end_distributed_run
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

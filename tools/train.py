@@ -18,8 +18,9 @@ from mmengine.config import Config
 from mmengine.device import get_device
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
+from mmcausal.apis import run
 from mmcausal.utils import end_distributed_run
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
 
 RESUME_LATEST = 'auto'
 

@@ -1,11 +1,11 @@
 """Top-1 against the input resolution, one line per RoPE scheme (VisionLLaMA Tables 11/12 as a picture), from the
-results of :func:`mmcausal.utils.resolution_eval.evaluate_resolutions`."""
+results of :func:`mmcausal.analysis.resolution_eval.evaluate_resolutions`."""
 import math
 import os.path as osp
 from typing import Optional, Sequence, Tuple
 
-from mmcausal.utils.resolution_eval import Results, Size, hw, size_label
 from .plotting import new_figure, save_figure, write_csv
+from .resolution_eval import Results, Size, hw, size_label
 
 FILE_NAME = 'top1_vs_resolution'
 

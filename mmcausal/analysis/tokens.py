@@ -15,8 +15,8 @@ from mmengine.model import BaseModel
 from torch import Tensor, nn
 
 from mmcausal.models.layers import TokenLayout
-from mmcausal.utils.resolution_eval import unwrap
 from .errors import AnalysisError
+from .resolution_eval import unwrap
 
 Token = Union[str, int]  # 'cls' or a patch index in raster order
 

@@ -11,21 +11,14 @@ import os
 import os.path as osp
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Type
+from typing import Any, Iterator, Optional, Sequence, Tuple, Type
 
 from mmengine.config import Config, DictAction
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
-from mmcausal.engine.hooks import EmptyDetectionsHook
-from .dataset_check import (
-    DatasetFormatError,
-    check_built_datasets,
-    check_dataset_files,
-    check_dataset_paths,
-    empty_dataset_error,
-)
+from .checkpoint_coverage import PARTIAL_LOAD_FLAG, CheckpointMismatchError
+from .dataset_check import DatasetFormatError, empty_dataset_error, sample_loading_error
 from .errors import UserInputError
+from .validation import ConfigValueError
 
 DEBUG_ENV = 'MMCAUSAL_DEBUG'
 
@@ -53,9 +46,19 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
      'the image folder has {0} class subfolders but metainfo.classes names {1} classes. Make them agree.'),
     (RuntimeError, re.compile(r'Found 0 files in subfolders of: (.+?)\. Supported extensions are: (\S+)'),
      DatasetFormatError, 'no image files in the class subfolders of {0} (extensions {1}).'),
+    (OSError, re.compile(r'image file is truncated|cannot identify image file'), DatasetFormatError,
+     'an image or segmentation map of the dataset is truncated, empty or not an image; run with num_workers=0 '
+     '(--cfg-options train_dataloader.num_workers=0) to have its name, then replace it.'),
     (ValueError, re.compile(r'persistent_workers option needs num_workers > 0'), ConfigError,
      'a dataloader has persistent_workers=True but num_workers=0; set persistent_workers=False or num_workers '
      '> 0.'),
+    # torch.optim's checks, each by its exact wording
+    (ValueError, re.compile(r'^Invalid (learning rate|(?:alpha|epsilon|eta|initial_accumulator_value|lr_decay|momentum|'
+                            r'momentum_decay|rho|weight_decay) values?|beta parameter at index \d): (.+)$'),
+     ConfigValueError, 'the optimizer refuses {0} = {1} (torch.optim); set a valid value in optim_wrapper.optimizer.'),
+    (AssertionError, re.compile(r'^(\S+) is not in the pretrained model'), CheckpointMismatchError,
+     "no key of the Pretrained checkpoint starts with prefix='{0}'. A checkpoint of the module alone needs no "
+     'prefix (drop prefix=); otherwise it is another model\'s checkpoint.'),
     (IndexError, re.compile(r'Target (-?\d+) is out of bounds'), DatasetFormatError,
      'an annotation has label {0}, outside the classes the model predicts. Check num_classes of the heads '
      'against the dataset\'s classes and label values (mmseg: reduce_zero_label, ignore_index).'),
@@ -63,7 +66,8 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--work-dir``, ``--cfg-options``, ``--launcher`` and the launcher's ``--local-rank``."""
+    """``--work-dir``, ``--cfg-options``, ``--launcher``, the launcher's ``--local-rank``, ``--allow-partial-load``
+    and ``--debug``."""
     parser.add_argument('--work-dir', help='directory for logs, checkpoints and metrics '
                         '(default: the config\'s work_dir, else work_dirs/<config name>)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
@@ -73,6 +77,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help='job launcher')
     # torch.distributed.launch passes --local-rank (torch >= 2.0) or --local_rank.
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    parser.add_argument(PARTIAL_LOAD_FLAG, action='store_true',
+                        help='accept a checkpoint (load_from, the evaluated one, Pretrained inits) that loads less '
+                        'than half of the weights of the module it is loaded into (default: refused, it is usually '
+                        'another model\'s checkpoint or has another key prefix)')
     parser.add_argument('--debug', action='store_true',
                         help='show the full traceback of errors in the config, data or checkpoint '
                         f'(default: one line saying what to change; also {DEBUG_ENV}=1)')
@@ -122,13 +130,15 @@ def read_config(path: str, cfg_options: Optional[dict] = None, **settings: Any) 
 
 
 def load_config(args: argparse.Namespace) -> Config:
-    """Load ``args.config`` and apply ``--cfg-options``, ``--launcher`` and ``--work-dir``.
+    """Load ``args.config`` and apply ``--cfg-options``, ``--launcher``, ``--allow-partial-load`` and ``--work-dir``.
 
     ``work_dir`` priority: command line > config > ``work_dirs/<config name>``. A config that cannot be
     loaded or merged ends the program with one line (:func:`user_errors_end_in_one_line`).
     """
     with user_errors_end_in_one_line():
         cfg = read_config(args.config, args.cfg_options, launcher=args.launcher)
+    if args.allow_partial_load:
+        cfg.allow_partial_load = True
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
@@ -163,12 +173,28 @@ def check_pretrained_paths(cfg: Config) -> None:
                 f'tools/model_converters/) or point to it with --cfg-options {key}=PATH.')
 
 
+def unknown_layer_type_error(error: BaseException) -> Optional[ConfigError]:
+    """The :class:`ConfigError` behind ``error`` if it is mmcv's ``KeyError`` for an unknown type in a layer config
+    (``build_norm_layer`` / ``build_conv_layer`` ... say ``Cannot find None in registry``, without the type: it is
+    taken from the builder's frame), else ``None``."""
+    message = error.args[0] if isinstance(error, KeyError) and error.args else ''
+    match = re.match(r'Cannot find \S+ in registry under scope name (\S+)', str(message))
+    if not match:
+        return None
+    trace, layer_type = error.__traceback__, None
+    while trace is not None:  # the innermost builder's ``layer_type``
+        layer_type = trace.tb_frame.f_locals.get('layer_type', layer_type)
+        trace = trace.tb_next
+    return ConfigError(f'a layer config (norm_cfg, conv_cfg, ...) names type {layer_type!r}, which is not '
+                       f'registered in {match.group(1)}. Check its spelling (e.g. BN, SyncBN, LN, GN, Conv2d).')
+
+
 def _library_user_error(error: BaseException) -> Optional[UserInputError]:
     """``error`` as the user error of :data:`LIBRARY_USER_ERRORS` it matches (or an empty dataset that
-    mmengine failed to serialize), else ``None``."""
-    empty = empty_dataset_error(error)
-    if empty is not None:
-        return empty
+    mmengine failed to serialize, a file error while a sample was loaded, an unknown layer type), else ``None``."""
+    found = empty_dataset_error(error) or sample_loading_error(error) or unknown_layer_type_error(error)
+    if found is not None:
+        return found
     message = error.args[0] if error.args and isinstance(error.args[0], str) else ''
     if 'in DataLoader worker' in message:  # torch re-raised it with the worker's traceback: match its last line
         message = [line for line in message.splitlines() if line.strip()][-1]
@@ -235,18 +261,20 @@ def user_errors_end_in_one_line(debug: Optional[bool] = None) -> Iterator[None]:
         raise SystemExit(one_line(user_error)) from None
 
 
-#: The Runner loop (and its config key) that owns each dataloader.
-LOOPS = dict(train_dataloader=('train_loop', 'train_cfg'), val_dataloader=('val_loop', 'val_cfg'),
-             test_dataloader=('test_loop', 'test_cfg'))
+class WorkDirError(UserInputError, OSError):
+    """The work dir cannot be a directory (a file is in its place, or in the place of one of its parents)."""
 
 
-def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> Iterator[Tuple[str, Any]]:
-    """``(dataloader name, dataset)`` of each of ``dataloaders``, built through the Runner's loops (which keep
-    them, so ``runner.train()`` / ``runner.test()`` reuse them instead of building them again)."""
-    for name in dataloaders:
-        loop, loop_cfg = LOOPS.get(name, (None, None))
-        if loop is not None and cfg.get(name) and cfg.get(loop_cfg):
-            yield name, getattr(runner, loop).dataloader.dataset
+def check_work_dir(path: str) -> None:
+    """Raise :class:`WorkDirError` unless ``path`` is a directory or can be made one (its nearest existing
+    ancestor is a directory)."""
+    existing = osp.abspath(path)
+    while not osp.exists(existing):
+        existing = osp.dirname(existing)
+    if not osp.isdir(existing):
+        where = 'it is a file' if existing == osp.abspath(path) else f'{existing!r} is a file'
+        raise WorkDirError(f'the work dir {path!r} cannot be a directory: {where}. Choose another one with '
+                           '--work-dir DIR.')
 
 
 def check_sharded_load_from(cfg: Config) -> None:
@@ -259,23 +287,3 @@ def check_sharded_load_from(cfg: Config) -> None:
             f'{path} is a single checkpoint file, but the sharded strategy (FSDPStrategy) loads sharded checkpoints '
             "(directories of rank*.pth files). Start a sharded run from it with model.init_cfg=dict(type='Pretrained', "
             'checkpoint=...); test it with the unsharded config.')
-
-
-def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
-        check_pretrained: bool = True) -> None:
-    """Check the datasets (and, for training, the ``Pretrained`` / ``load_from`` files), build the Runner (the
-    ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``) and its datasets, check them,
-    and call ``action(runner)``; user-input errors end the program with one line
-    (:func:`user_errors_end_in_one_line`). All checks run before training, so a bad input found by them leaves
-    nothing in the work dir that a later ``--resume`` would read.
-    """
-    with user_errors_end_in_one_line():
-        check_dataset_paths(cfg, dataloaders)
-        check_dataset_files(cfg, dataloaders)
-        if check_pretrained:
-            check_pretrained_paths(cfg)
-        check_sharded_load_from(cfg)
-        runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
-        check_built_datasets(list(built_datasets(runner, cfg, dataloaders)))
-        runner.register_hook(EmptyDetectionsHook())  # a detector that predicts nothing says so
-        action(runner)

@@ -5,8 +5,9 @@ constructors (``os.scandir``/``open`` tracebacks from the Runner's dataloader bu
 not at all (an empty one "trains" without a single step; class names missing from a COCO file silently
 shift the labels). ``tools/train.py`` and ``tools/test.py`` call, before building the Runner,
 :func:`check_dataset_paths` (paths exist) and :func:`check_dataset_files` (cheap content checks: JSON
-annotation files complete, classification labels in range, every segmentation image has its map), and
-after building it :func:`check_built_datasets` (no empty dataset, every COCO class name known).
+annotation files complete, classification labels in range, every segmentation image has a readable map of its
+size, read from the file headers), and after building it :func:`check_built_datasets` (no empty dataset, every
+COCO class name known).
 """
 import importlib
 import json
@@ -15,10 +16,13 @@ import os.path as osp
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from mmengine.config import Config
+from PIL import Image
 
 from .errors import UserInputError
 
 WRAPPER_KEYS = ('dataset', 'datasets')
+EXIF_ORIENTATION = 0x0112
+TRANSPOSING_ORIENTATIONS = (5, 6, 7, 8)  # the EXIF orientations that swap width and height
 
 
 class DatasetNotFoundError(UserInputError, FileNotFoundError):
@@ -136,8 +140,23 @@ def _relative_stems(folder: str, suffix: str) -> Iterator[str]:
                 yield osp.relpath(osp.join(parent, file), folder)[:-len(suffix)]
 
 
+def _decoded_size(name: str, path: str, exif_rotation: bool) -> Tuple[int, int]:
+    """``(width, height)`` of the image file ``path`` from its header (with ``exif_rotation``, after the rotation
+    its EXIF orientation asks for, as mmcv decodes colour images); a file that is empty or not an image raises
+    :class:`DatasetFormatError`."""
+    try:
+        with Image.open(path) as image:
+            width, height = image.size
+            rotated = exif_rotation and image.getexif().get(EXIF_ORIENTATION, 1) in TRANSPOSING_ORIENTATIONS
+    except (OSError, SyntaxError) as error:  # PIL's UnidentifiedImageError is an OSError
+        state = 'is empty' if osp.getsize(path) == 0 else f'is not a readable image ({error})'
+        raise DatasetFormatError(f'{name}: {path!r} {state}. Replace it or remove it from the dataset.') from None
+    return (height, width) if rotated else (width, height)
+
+
 def _check_segmentation_pairs(name: str, dataset_cfg: dict) -> None:
-    """Every image of an mmseg folder dataset (no ``ann_file``) has its segmentation map."""
+    """Every image of an mmseg folder dataset (no ``ann_file``) has a segmentation map of its size (the loaders
+    would otherwise pair pixels with the labels of other pixels, or fail in a later crop)."""
     root = dataset_cfg.get('data_root') or ''
     prefix = dataset_cfg.get('data_prefix') or {}
     if dataset_cfg.get('ann_file') or not prefix.get('img_path') or not prefix.get('seg_map_path'):
@@ -145,11 +164,20 @@ def _check_segmentation_pairs(name: str, dataset_cfg: dict) -> None:
     img_suffix = dataset_cfg.get('img_suffix', '.jpg')
     seg_suffix = dataset_cfg.get('seg_map_suffix', '.png')
     img_dir, seg_dir = osp.join(root, prefix['img_path']), osp.join(root, prefix['seg_map_path'])
-    missing = sorted(set(_relative_stems(img_dir, img_suffix)) - set(_relative_stems(seg_dir, seg_suffix)))
+    images = sorted(_relative_stems(img_dir, img_suffix))
+    missing = sorted(set(images) - set(_relative_stems(seg_dir, seg_suffix)))
     if missing:
         raise DatasetFormatError(f'{name}: {len(missing)} image(s) in {img_dir!r} have no segmentation map in '
                                  f'{seg_dir!r} (first: {missing[0] + img_suffix} needs {missing[0] + seg_suffix}). '
                                  'Add the maps or remove the images.')
+    for stem in images:
+        image, seg_map = osp.join(img_dir, stem + img_suffix), osp.join(seg_dir, stem + seg_suffix)
+        image_size = _decoded_size(name, image, exif_rotation=True)
+        map_size = _decoded_size(name, seg_map, exif_rotation=False)
+        if image_size != map_size:
+            raise DatasetFormatError(f'{name}: segmentation map {seg_map!r} is {map_size[0]}x{map_size[1]} (WxH) but '
+                                     f'its image {image!r} is {image_size[0]}x{image_size[1]}. Every map must have '
+                                     'the size of its image: regenerate or resize the maps (nearest neighbour).')
 
 
 def _check_segmentation_classes(name: str, dataset_cfg: dict, dataset_class: type) -> None:
@@ -169,7 +197,8 @@ def check_dataset_files(cfg: Config, dataloaders: Sequence[str]) -> None:
 
     Raises :class:`DatasetFormatError` for an empty or truncated JSON annotation file, a classification
     annotation line that is not ``<path> <label>`` or whose label is out of range, mmseg class names the
-    dataset type does not have, and an mmseg image without its segmentation map.
+    dataset type does not have, and an mmseg image without its segmentation map, or with a map of another size,
+    or either file empty or not an image.
     """
     from mmpretrain.datasets import CustomDataset
     from mmseg.datasets import BaseSegDataset
@@ -253,3 +282,33 @@ def empty_dataset_error(error: BaseException) -> Optional[DatasetFormatError]:
             return _no_samples(dataset)
         trace = trace.tb_next
     return None
+
+
+def _sample_file(transform: Any, results: dict) -> Tuple[str, str]:
+    """``(what, path)`` of the file the loading ``transform`` was reading for the sample ``results``."""
+    if type(transform).__name__.startswith('LoadAnnotations') and results.get('seg_map_path'):
+        return 'segmentation map', results['seg_map_path']
+    return 'image', results.get('img_path', '?')
+
+
+def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
+    """The :class:`DatasetFormatError` behind ``error`` if it is a file error (``OSError``: a missing file, or
+    one that is empty, truncated or not an image) raised while a data transform loaded a sample in this process
+    (``num_workers=0``), else ``None``. The file is found from the transform's frame in the traceback; a worker
+    process re-raises only the message (see ``LIBRARY_USER_ERRORS`` in :mod:`mmcausal.utils.cli`)."""
+    from mmcv.transforms import BaseTransform
+    trace, loading = (error.__traceback__ if isinstance(error, OSError) else None), None
+    while trace is not None:
+        local = trace.tb_frame.f_locals
+        if isinstance(local.get('self'), BaseTransform) and isinstance(local.get('results'), dict):
+            loading = local['self'], local['results']  # the innermost transform wins
+        trace = trace.tb_next
+    if loading is None:
+        return None
+    what, path = _sample_file(*loading)
+    if isinstance(error, FileNotFoundError) or not osp.exists(path):
+        return DatasetFormatError(f'the dataset names a file that does not exist: {error.filename or path}. Fix the '
+                                  'annotations or add the file.')
+    state = ('is empty' if osp.getsize(path) == 0 else 'is truncated' if 'truncated' in str(error)
+             else f'could not be decoded ({error})')
+    return DatasetFormatError(f'{what} {path} {state}. Replace it or drop it from the annotations.')

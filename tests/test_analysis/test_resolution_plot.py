@@ -1,5 +1,5 @@
 """mmcausal/analysis/resolution_plot.py: the resolution sweep of tools/analysis_tools/eval_resolutions.py drawn and
-tabled (its command-line run with --out-dir is in tests/test_utils/test_resolution_eval.py)."""
+tabled (its command-line run with --out-dir is in tests/test_analysis/test_resolution_eval.py)."""
 import csv
 
 from mmcausal.analysis.resolution_plot import write_resolution_plot

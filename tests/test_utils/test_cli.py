@@ -146,6 +146,36 @@ def _saved(obj: object, keep: int = -1) -> bytes:
     return buffer.getvalue()[:keep] if keep > 0 else buffer.getvalue()
 
 
+def _model_state(config: str, part: str = '') -> dict:
+    """The ``state_dict`` of the model of ``config`` (only the keys under ``part.``, without it, if given)."""
+    from mmengine.registry import MODELS, DefaultScope
+    cfg = Config.fromfile(str(ROOT / config))
+    with DefaultScope.overwrite_default_scope(cfg.default_scope):
+        state = MODELS.build(cfg.model).state_dict()
+    return {key[len(part) + 1:]: value for key, value in state.items() if key.startswith(part + '.')} if part else state
+
+
+def _with_checkpoint(state: Callable[[], dict], *options: str) -> Callable[[Path, Path], List[str]]:
+    """A case whose ``options`` name (as ``{ckpt}``) a checkpoint file holding ``state()`` as its state dict."""
+    def prepare(root: Path, work: Path) -> List[str]:
+        path = work.parent / 'other.pth'
+        path.write_bytes(_saved({'state_dict': state()}))
+        return [option.format(ckpt=path) for option in options]
+    return prepare
+
+
+PRETRAINED_BACKBONE = ('model.backbone.init_cfg.type=Pretrained', 'model.backbone.init_cfg.checkpoint={ckpt}')
+
+
+def _work_dir_is_a_file(root: Path, work: Path) -> List[str]:
+    work.write_text('not a directory\n')
+    return []
+
+
+def _resized(path: Path, size: tuple) -> None:
+    Image.open(path).resize(size, Image.NEAREST).save(path)
+
+
 COCO_TRAIN = 'annotations/instances_train2017.json'
 # (id, tool, config, data layout, prepare(data_root, work_dir) -> extra arguments, exit status, message pattern).
 # Exit status 2: argparse usage errors; 1: every other user error, one line ``<ErrorType>: <what to change>``.
@@ -176,6 +206,24 @@ CATALOGUE = [
               'optim_wrapper.paramwise_cfg.layer_decay_rate=1.5'), 1,
      r'ConfigValueError: LayerDecayOptimWrapperConstructor: paramwise_cfg\.layer_decay_rate must be in \(0, 1\], '
      r'got 1\.5'),
+    ('cfg-batch-size-zero', 'train', CLS, 'imagenet', _options('train_dataloader.batch_size=0'), 1,
+     r'ConfigValueError: train_dataloader\.batch_size must be an integer >= 1, got 0'),
+    ('det-negative-workers', 'train', DET, 'coco', _options('train_dataloader.num_workers=-2'), 1,
+     r'ConfigValueError: train_dataloader\.num_workers must be an integer >= 0, got -2'),
+    ('cls-negative-drop-rate', 'train', CLS, 'imagenet', _options('model.backbone.drop_rate=-0.1'), 1,
+     r'ConfigValueError: model\.backbone\.drop_rate is a fraction and must be in \[0, 1\], got -0\.1'),
+    ('cls-soft-mask-rate-above-one', 'train', CLS, 'imagenet', _options('model.backbone.soft_mask_rate=1.5'), 1,
+     r'ConfigValueError: model\.backbone\.soft_mask_rate is a fraction and must be in \[0, 1\], got 1\.5'),
+    ('seg-dropout-ratio-above-one', 'train', SEG, 'ade20k', _options('model.decode_head.dropout_ratio=1.5'), 1,
+     r'ConfigValueError: model\.decode_head\.dropout_ratio is a fraction and must be in \[0, 1\], got 1\.5'),
+    ('seg-unknown-norm-type', 'train', SEG, 'ade20k', _options('model.decode_head.norm_cfg.type=BN2'), 1,
+     r"ConfigError: a layer config \(norm_cfg, conv_cfg, \.\.\.\) names type 'BN2', which is not registered in "
+     'mmseg'),
+    ('det-negative-learning-rate', 'train', DET, 'coco', _options('optim_wrapper.optimizer.lr=-0.001'), 1,
+     r'ConfigValueError: the optimizer refuses learning rate = -0\.001 \(torch\.optim\); set a valid value in '
+     r'optim_wrapper\.optimizer'),
+    ('work-dir-is-a-file', 'train', CLS, 'imagenet', _work_dir_is_a_file, 1,
+     r'WorkDirError: the work dir .*work. cannot be a directory: it is a file'),
     # --- checkpoints ---
     ('resume-missing', 'train', CLS, 'imagenet', _options('--resume', '{work}/missing.pth'), 2,
      'checkpoint to resume from not found'),
@@ -188,6 +236,23 @@ CATALOGUE = [
      _options('model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained',
               'model.backbone.init_cfg.checkpoint={work}/mae.pth', 'model.backbone.init_cfg.prefix=backbone.'), 1,
      r'PretrainedNotFoundError: model\.backbone\.init_cfg\.checkpoint = .*mae\.pth. does not exist'),
+    ('test-checkpoint-of-another-model', 'test', CLS, 'imagenet',
+     _checkpoint(lambda: _saved({'state_dict': {'conv.weight': torch.zeros(8, 3, 3, 3)}})), 1,
+     r'CheckpointMismatchError: the checkpoint loads 0 of the \d+ weights of ImageClassifier .*a checkpoint of '
+     r'another model\. To load it partly on purpose: --allow-partial-load'),
+    ('test-backbone-only-checkpoint', 'test', SEG, 'ade20k',
+     _checkpoint(lambda: _saved({'state_dict': _model_state(SEG, 'backbone')})), 1,
+     r"CheckpointMismatchError: .*weights of EncoderDecoder .*only the 'backbone' of this model"),
+    ('load-from-another-family', 'train', DET, 'coco', _with_checkpoint(lambda: _model_state(CLS), 'load_from={ckpt}'),
+     1, r'CheckpointMismatchError: the checkpoint loads \d+ of the \d+ weights of MaskRCNN .*a checkpoint of another '
+     'model'),
+    ('pretrained-whole-model-into-backbone', 'train', CLS, 'imagenet',
+     _with_checkpoint(lambda: _model_state(CLS), *PRETRAINED_BACKBONE), 1,
+     r"CheckpointMismatchError: .*weights of ILLaMA .*prefix 'backbone\.'.*prefix='backbone\.'"),
+    ('pretrained-prefix-of-nothing', 'train', CLS, 'imagenet',
+     _with_checkpoint(lambda: _model_state(CLS, 'backbone'), *PRETRAINED_BACKBONE,
+                      'model.backbone.init_cfg.prefix=backbone.'), 1,
+     r"CheckpointMismatchError: no key of the Pretrained checkpoint starts with prefix='backbone\.'"),
     ('load-from-missing', 'train', DET, 'coco', _options('load_from={work}/x.pth'), 1,
      r'PretrainedNotFoundError: load_from = .*x\.pth. does not exist'),
     # --- datasets: classification (mmpretrain) ---
@@ -210,12 +275,28 @@ CATALOGUE = [
      r'DatasetFormatError: image .*\.JPEG could not be decoded'),
     ('cls-image-missing', 'train', CLS, 'imagenet', _edits(lambda root: _first(root / 'train', '*.JPEG').unlink()), 1,
      r'DatasetFormatError: the dataset names a file that does not exist: .*\.JPEG'),
+    ('cls-image-missing-in-process', 'train', CLS, 'imagenet',
+     _edits(lambda root: _first(root / 'train', '*.JPEG').unlink(), 'train_dataloader.num_workers=0',
+            'train_dataloader.persistent_workers=False'), 1,
+     r'DatasetFormatError: the dataset names a file that does not exist: .*\.JPEG'),
     ('cls-persistent-workers-without-workers', 'train', CLS, 'imagenet', _options('train_dataloader.num_workers=0'),
      1, 'ConfigError: a dataloader has persistent_workers=True but num_workers=0'),
     # --- datasets: semantic segmentation (mmseg) ---
     ('seg-image-without-map', 'train', SEG, 'ade20k',
      _edits(lambda root: _first(root / 'annotations/training', '*.png').unlink()), 1,
      r'DatasetFormatError: train_dataloader: 1 image\(s\) in .* have no segmentation map'),
+    ('seg-map-of-another-size', 'train', SEG, 'ade20k',
+     _edits(lambda root: _resized(_first(root / 'annotations/training', '*.png'), (48, 64))), 1,
+     r"DatasetFormatError: train_dataloader: segmentation map .*\.png' is 48x64 \(WxH\) but its image .*\.jpg' is "
+     '64x64'),
+    ('seg-empty-map', 'train', SEG, 'ade20k',
+     _edits(lambda root: _first(root / 'annotations/training', '*.png').write_bytes(b'')), 1,
+     r"DatasetFormatError: train_dataloader: .*\.png' is empty"),
+    ('seg-truncated-map-in-process', 'train', SEG, 'ade20k',
+     _edits(lambda root: [path.write_bytes(path.read_bytes()[:120])
+                          for path in (root / 'annotations/training').glob('*.png')],
+            'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False'), 1,
+     r'DatasetFormatError: segmentation map .*\.png is truncated'),
     ('seg-empty-image-folder', 'train', SEG, 'ade20k',
      _edits(lambda root: [path.unlink() for path in (root / 'images/training').glob('*.jpg')]), 1,
      r'DatasetFormatError: BaseSegDataset .* has no samples'),
@@ -268,7 +349,8 @@ def _assert_resume_unspoilt(work: Path) -> None:
 
 
 #: Cases that only fail once training has started (the first batch): end-to-end.
-TRAINING_CASES = ('cls-corrupt-image', 'cls-image-missing', 'seg-label-out-of-range')
+TRAINING_CASES = ('cls-corrupt-image', 'cls-image-missing', 'seg-label-out-of-range', 'cls-image-missing-in-process',
+                  'seg-truncated-map-in-process')
 
 
 @pytest.mark.parametrize('case', [
@@ -359,6 +441,16 @@ def test_library_user_errors_are_recognised():
     assert 'data/x.jpg could not be decoded' in one_line(find_user_error(worker))
 
 
+@pytest.mark.parametrize('settings,message', [(dict(lr=-1.0), 'learning rate = -1.0'),
+                                              (dict(weight_decay=-0.1), 'weight_decay value = -0.1'),
+                                              (dict(betas=(1.5, 0.9)), 'beta parameter at index 0 = 1.5')])
+def test_settings_the_optimizer_refuses_are_user_errors(settings, message):
+    with pytest.raises(ValueError) as error_info:
+        torch.optim.AdamW([torch.zeros(1, requires_grad=True)], **settings)
+    assert one_line(find_user_error(error_info.value)).startswith(f'ConfigValueError: the optimizer refuses {message} ')
+    assert find_user_error(ValueError('Invalid padding value: 3')) is None
+
+
 # --- the backbone's own input checks (in-process, no Runner) ----------------------------------------------------
 @pytest.mark.parametrize('shape,message', [
     ((1, 3, 0, 64), 'empty image batch of shape \\(1, 3, 0, 64\\)'),
@@ -418,3 +510,12 @@ def test_resume_after_a_failed_start_begins_fresh(shapes_root, tools, tmp_path, 
     assert (work / 'last_checkpoint').is_file() and (work / 'epoch_1.pth').is_file()
     tools['train'].main([str(ROOT / CLS), '--work-dir', str(work), '--resume', *options, 'train_cfg.max_epochs=2'])
     assert (work / 'epoch_2.pth').is_file()
+
+
+def test_a_partial_load_on_purpose_is_evaluated(tools, tmp_path, capsys, single_thread):
+    """``--allow-partial-load`` lets ``tools/test.py`` evaluate a checkpoint that the catalogue refuses."""
+    case = next(case for case in CATALOGUE if case[0] == 'test-checkpoint-of-another-model')
+    argv = _argv(case, tmp_path)
+    tools['test'].main(argv[:2] + ['--allow-partial-load'] + argv[2:])
+    captured = capsys.readouterr()
+    assert 'accuracy/top1' in captured.out + captured.err

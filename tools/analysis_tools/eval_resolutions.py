@@ -27,11 +27,7 @@ from mmengine.runner import Runner
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
 from mmcausal.analysis.inputs import positive_int
-from mmcausal.analysis.resolution_plot import write_resolution_plot
-from mmcausal.models.layers import ROPE_MODES
-from mmcausal.models.layers.rope import AS2D_SCALINGS
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config, run
-from mmcausal.utils.resolution_eval import (
+from mmcausal.analysis.resolution_eval import (
     ResolutionEvalError,
     evaluate_resolutions,
     format_table,
@@ -40,6 +36,11 @@ from mmcausal.utils.resolution_eval import (
     rope_schemes,
     size_label,
 )
+from mmcausal.analysis.resolution_plot import write_resolution_plot
+from mmcausal.apis import run
+from mmcausal.models.layers import ROPE_MODES
+from mmcausal.models.layers.rope import AS2D_SCALINGS
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
 
 
 def _size(text: str) -> Tuple[int, int]:

@@ -74,19 +74,22 @@ class DefocusClsHead(ClsHead):
         return self.fc(self.pre_logits(feats))
 
     def loss(self, feats: Tuple[Tensor, ...], data_samples: List[DataSample], **kwargs) -> dict:
+        """``loss_cls`` (the class token's weighted term) and, with an auxiliary loss, ``loss_aux``.
+
+        No key is plain ``loss``: mmengine's ``parse_losses`` optimises and logs as ``loss`` the sum of every key
+        containing ``'loss'``, and a head key of that name would overwrite the logged sum with one of its terms.
+        """
         tokens = self._tokens(feats)
-        losses = self._get_loss(self.fc(tokens[:, -1]), data_samples, **kwargs)
+        cls_loss = self._get_loss(self.fc(tokens[:, -1]), data_samples, **kwargs)['loss']
         if self.aux_loss is None:
-            return losses
+            return dict(loss_cls=cls_loss)
         patches = tokens[:, :-1]
         if self.aux_loss == 'pooled':
             aux = self._get_loss(self.aux_fc(patches.mean(dim=1)), data_samples, **kwargs)['loss']
         else:
             logits = self.aux_fc(patches)  # (B, N, C)
             aux = self._get_loss(logits.flatten(0, 1), data_samples, repeat=logits.shape[1], **kwargs)['loss']
-        losses['loss'] = (1 - self.aux_weight) * losses['loss']
-        losses['loss_aux'] = self.aux_weight * aux
-        return losses
+        return dict(loss_cls=(1 - self.aux_weight) * cls_loss, loss_aux=self.aux_weight * aux)
 
     def _get_loss(self, cls_score: Tensor, data_samples: List[DataSample], repeat: int = 1, **kwargs) -> dict:
         """``ClsHead._get_loss`` for scores of ``repeat`` consecutive rows per sample (targets repeated)."""

@@ -121,7 +121,7 @@ def test_per_token_aux_loss_is_the_official_one_and_pooled_is_the_paper_one():
     with torch.no_grad():
         losses = ours.loss(images, samples)
         expected = official.aux_loss(images, labels)
-        assert (losses['loss'] + losses['loss_aux'] - expected).abs() < 1e-5
+        assert (losses['loss_cls'] + losses['loss_aux'] - expected).abs() < 1e-5
         ours.head.aux_loss = 'pooled'
         pooled = ours.loss(images, samples)['loss_aux']
         tokens = ours.extract_feat(images)[-1]
@@ -143,7 +143,7 @@ def test_soft_targets_are_broadcast_to_every_token():
     token_logits = head.aux_fc(tokens[:, :-1])
     torch.testing.assert_close(losses['loss_aux'], 0.5 * soft_ce(token_logits.flatten(0, 1),
                                                                    scores.repeat_interleave(4, 0)))
-    torch.testing.assert_close(losses['loss'], 0.5 * soft_ce(head.fc(tokens[:, -1]), scores))
+    torch.testing.assert_close(losses['loss_cls'], 0.5 * soft_ce(head.fc(tokens[:, -1]), scores))
     predictions = head.predict((tokens, ))
     torch.testing.assert_close(torch.stack([p.pred_score for p in predictions]),
                                torch.softmax(head.fc(tokens[:, -1]), -1))
@@ -214,6 +214,20 @@ def test_rearranged_model_reads_the_image_section_by_section(cls):
 def test_bad_settings_are_explained(cls, kwargs, match):
     with pytest.raises(BackboneConfigError, match=match):
         _tiny(cls, **kwargs) if 'arch' not in kwargs else cls(**kwargs)
+
+
+@pytest.mark.parametrize('aux_loss', ['per_token', 'pooled', None])
+def test_logged_loss_is_the_optimised_sum(aux_loss):
+    """mmengine optimises and logs as ``loss`` the sum of every key containing 'loss'; a head key named ``loss``
+    would replace that logged sum by one of its terms."""
+    from mmengine.model import BaseModel
+    head = MODELS.build(dict(type='DefocusClsHead', num_classes=4, in_channels=8, aux_loss=aux_loss))
+    samples = [DataSample().set_gt_label(label) for label in (1, 3)]
+    losses = head.loss((torch.randn(2, 5, 8), ), samples)
+    optimised, logged = BaseModel.parse_losses(head, losses)
+    expected = sum(value for value in losses.values())
+    torch.testing.assert_close(optimised, expected)
+    torch.testing.assert_close(logged['loss'], expected)
 
 
 def test_head_on_pooled_features_says_to_return_the_tokens():

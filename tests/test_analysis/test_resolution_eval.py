@@ -17,7 +17,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from e2e_utils import load_config, train
-from mmcausal.utils.resolution_eval import (
+from mmcausal.analysis.resolution_eval import (
     ResolutionEvalError,
     RopeScheme,
     classify_batch,

@@ -1,0 +1,118 @@
+"""Refuse a checkpoint that leaves most of a model's weights unloaded.
+
+mmengine loads checkpoints with ``strict=False`` (``load_from``, ``tools/test.py``, ``Pretrained`` inits) and only
+logs the keys that did not match, so another model's checkpoint, or one whose keys sit under another prefix
+(``backbone.``, ``module.``), gives a randomly initialised model that trains or evaluates without a word.
+:func:`check_checkpoint_coverage` (applied to every mmengine load by :mod:`mmcausal.compat`) raises
+:class:`CheckpointMismatchError` when the checkpoint loads less than :data:`MIN_LOADED_FRACTION` of the receiving
+module's weights, counted in elements: its parameters and floating-point persistent buffers (normalisation
+statistics). Integer buffers (counters, index tables) and non-persistent ones (tables recomputed from the
+config) are not weights. A partial load on purpose runs inside :func:`partial_loads_allowed`
+(``--allow-partial-load`` of the tools).
+"""
+import re
+from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Collection, Dict, Iterable, Iterator, List, Optional
+
+from torch import nn
+
+from .errors import UserInputError
+
+#: a checkpoint that loads less than this fraction of a module's weight elements is refused
+MIN_LOADED_FRACTION = 0.5
+#: the tools' flag that allows a partial load (also ``--cfg-options allow_partial_load=True``)
+PARTIAL_LOAD_FLAG = '--allow-partial-load'
+_SIZE_MISMATCH = re.compile(r'size mismatch for (\S+?):')
+_partial_allowed: ContextVar[bool] = ContextVar('mmcausal_partial_loads_allowed', default=False)
+
+
+class CheckpointMismatchError(UserInputError, ValueError):
+    """A checkpoint does not fit the model it is loaded into (another model's, another prefix, another size)."""
+
+
+@contextmanager
+def partial_loads_allowed(allowed: bool = True) -> Iterator[None]:
+    """Inside the block, checkpoints that load only part of a module pass (``allowed=False``: they are refused)."""
+    token = _partial_allowed.set(allowed)
+    try:
+        yield
+    finally:
+        _partial_allowed.reset(token)
+
+
+def weight_sizes(module: nn.Module) -> Dict[str, int]:
+    """``state_dict`` key -> number of elements, for the module's weights (parameters and floating-point
+    persistent buffers)."""
+    return {key: tensor.numel() for key, tensor in module.state_dict(keep_vars=True).items()
+            if tensor.is_floating_point() or tensor.is_complex()}
+
+
+def size_mismatched_keys(error_messages: Iterable[str]) -> List[str]:
+    """The keys of torch's ``size mismatch for <key>: ...`` load errors (mmengine collects and only logs them)."""
+    return [match.group(1) for message in error_messages for match in [_SIZE_MISMATCH.search(message)] if match]
+
+
+def _first_part_counts(keys: Iterable[str]) -> Counter:
+    return Counter(key.split('.', 1)[0] for key in keys if '.' in key)
+
+
+def _best_prefix(keys: Collection[str], targets: Collection[str]) -> Optional[str]:
+    """The first key component ``p`` whose removal from ``keys`` matches the most ``targets`` (at least half of
+    the keys under it), or ``None``."""
+    best, best_hits = None, 0
+    for part, count in _first_part_counts(keys).items():
+        hits = sum(key[len(part) + 1:] in targets for key in keys if key.startswith(part + '.'))
+        if hits * 2 >= count and hits > best_hits:
+            best, best_hits = part, hits
+    return best
+
+
+def likely_cause(model_keys: Collection[str], checkpoint_keys: Collection[str], missing: Collection[str],
+                 mismatched: Collection[str]) -> str:
+    """One sentence on why ``checkpoint_keys`` miss ``model_keys`` (``missing``: model keys the checkpoint lacks;
+    ``mismatched``: keys of other shapes), with the fix."""
+    prefix = _best_prefix(checkpoint_keys, model_keys)
+    if prefix is not None:
+        return (f"Its keys carry the prefix '{prefix}.' (a whole model's or a wrapped model's checkpoint): load it "
+                f"with init_cfg=dict(type='Pretrained', checkpoint=..., prefix='{prefix}.') in the receiving module.")
+    part = _best_prefix(model_keys, checkpoint_keys)
+    if part is not None:
+        return (f"It holds only the '{part}' of this model (keys without '{part}.'): load it into model.{part} "
+                "with init_cfg=dict(type='Pretrained', checkpoint=...).")
+    if len(mismatched) > len(missing):
+        return (f'{len(mismatched)} of its tensors have other shapes (e.g. {mismatched[0]}): a checkpoint of another '
+                'size of this model (arch, embed_dims, patch_size, num_classes).')
+    shared = len(set(checkpoint_keys) & set(model_keys))
+    examples = ', '.join(sorted(checkpoint_keys)[:2]) or 'none'
+    return (f'It shares {shared} of its {len(checkpoint_keys)} keys with the {len(model_keys)} of this model (its '
+            f'keys: {examples}, ...): a checkpoint of another model.')
+
+
+def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str], missing: Collection[str],
+                              mismatched: Collection[str]) -> None:
+    """Raise :class:`CheckpointMismatchError` if the load left most of ``module``'s weights unloaded.
+
+    Args:
+        module: the module the checkpoint was loaded into (unwrapped).
+        checkpoint_keys: the keys of the loaded state dict.
+        missing: module keys the state dict did not have (as the loader reports them, after its key hooks).
+        mismatched: module keys whose tensor in the state dict had another shape (not loaded).
+    """
+    if _partial_allowed.get():
+        return
+    weights = weight_sizes(module)
+    total = sum(weights.values())
+    missing, mismatched = set(missing), list(mismatched)
+    absent = [key for key in weights if key in missing]
+    unloaded = [key for key in weights if key in missing or key in mismatched]
+    loaded = total - sum(weights[key] for key in unloaded)
+    if total == 0 or loaded >= MIN_LOADED_FRACTION * total:
+        return
+    raise CheckpointMismatchError(
+        f'the checkpoint loads {len(weights) - len(unloaded)} of the {len(weights)} weights of '
+        f'{type(module).__name__} ({100 * loaded / total:.0f} % of its elements; not loaded: '
+        f'{", ".join(unloaded[:3])}{", ..." if len(unloaded) > 3 else ""}). '
+        f'{likely_cause(list(weights), list(checkpoint_keys), absent, mismatched)} '
+        f'To load it partly on purpose: {PARTIAL_LOAD_FLAG}.')
