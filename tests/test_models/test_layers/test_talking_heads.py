@@ -118,13 +118,19 @@ def test_the_sdpa_path_keeps_no_heads_by_tokens_squared_tensor_for_backward(mask
         assert (max(saved) >= heads * tokens ** 2) == expect_square, (impl, max(saved))
 
 
-def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
+def _module_and_tokens(**kwargs) -> tuple:
+    """A seeded fp64 ``TalkingHeadsAttention(32, 4, **kwargs)`` with mixers far from zero and identity, and
+    ``(2, 10, 32)`` tokens."""
     torch.manual_seed(0)
-    module = TalkingHeadsAttention(32, 4).double()
+    module = TalkingHeadsAttention(32, 4, **kwargs).double()
     for mixer in (module.proj_l, module.proj_w):
         nn.init.normal_(mixer.weight, std=.7)
         nn.init.normal_(mixer.bias, std=.3)
-    x = torch.randn(2, 10, 32, dtype=torch.float64)
+    return module, torch.randn(2, 10, 32, dtype=torch.float64)
+
+
+def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
+    module, x = _module_and_tokens()
     fast = module(x)
     module.impl = 'explicit'
     torch.testing.assert_close(module(x), fast, rtol=1e-10, atol=1e-10)
@@ -157,12 +163,7 @@ def test_causal_module_paths_agree_and_each_output_ignores_later_tokens():
     """``mask_mode='causal'``: the SDPA path (causal kernel, cumulative ``bw`` term) equals the explicit one, whose
     mixed weights ``A`` are zero above the diagonal and whose rows sum to ``sum_g Ww[h, g] + (t + 1) bw[h]``; output
     ``t`` does not move when the tokens after ``t`` do."""
-    torch.manual_seed(0)
-    module = TalkingHeadsAttention(32, 4, impl='sdpa', mask_mode='causal').double()
-    for mixer in (module.proj_l, module.proj_w):
-        nn.init.normal_(mixer.weight, std=.7)
-        nn.init.normal_(mixer.bias, std=.3)
-    x = torch.randn(2, 10, 32, dtype=torch.float64)
+    module, x = _module_and_tokens(impl='sdpa', mask_mode='causal')
     fast = module(x)
     module.impl = 'explicit'
     with record_attention(module) as records:
