@@ -143,7 +143,7 @@ class MaskModeMixin:
         """The modes of :data:`~mmcausal.models.layers.MASK_MODES` this backbone honours."""
         return tuple(mode for mode in MASK_MODES if mode not in cls.refused_mask_modes)
 
-    def _set_mask_mode(self, mask_mode: str) -> str:
+    def _set_mask_mode(self, mask_mode: str) -> None:
         """Validate ``mask_mode`` (:class:`BackboneConfigError` for an unknown or refused mode) and record it."""
         name = type(self).__name__
         check_choice(f'{name} mask_mode', mask_mode, MASK_MODES, BackboneConfigError)
@@ -151,7 +151,6 @@ class MaskModeMixin:
             raise BackboneConfigError(f'{name} cannot honour mask_mode={mask_mode!r} (it takes '
                                       f'{list(self.accepted_mask_modes())}): {self.refused_mask_modes[mask_mode]}')
         self.mask_mode = mask_mode
-        return mask_mode
 
 
 class MaskedAttentionMixin(MaskModeMixin):
