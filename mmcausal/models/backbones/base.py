@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import ConfigValueError, check_choice
-from ..layers import TokenLayout, resize_pos_embed, split_cls_token, tokens_to_featmap
+from ..layers import MASK_MODES, TokenLayout, resize_pos_embed, split_cls_token, tokens_to_featmap
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
 
@@ -130,15 +130,32 @@ class BlockStackMixin:
         return block(tokens, layout)
 
 
-class MaskedAttentionMixin:
-    """Backbones whose blocks share one attention ``mask_mode`` (:data:`~mmcausal.models.layers.MASK_MODES`) and
-    one soft-mask rate ``alpha``, which :class:`~mmcausal.engine.SoftMaskHook` sets at run time. Each block's
-    mixer (``block.attn``) carries both."""
+class MaskModeMixin:
+    """Backbones that take an attention ``mask_mode`` (:data:`~mmcausal.models.layers.MASK_MODES`). Each declares
+    the modes it cannot honour and why in ``refused_mask_modes``; :meth:`_set_mask_mode` checks the argument
+    against both (one line naming what to change) and records it as ``mask_mode``."""
+    #: mode -> why this backbone cannot honour it (a clause that ends the error message: say what to use instead)
+    refused_mask_modes: Dict[str, str] = {}
+    mask_mode: str
 
-    @property
-    def mask_mode(self) -> str:
-        """Attention mask mode of every block."""
-        return self.blocks()[0].attn.mask_mode
+    @classmethod
+    def accepted_mask_modes(cls) -> Tuple[str, ...]:
+        """The modes of :data:`~mmcausal.models.layers.MASK_MODES` this backbone honours."""
+        return tuple(mode for mode in MASK_MODES if mode not in cls.refused_mask_modes)
+
+    def _set_mask_mode(self, mask_mode: str) -> None:
+        """Validate ``mask_mode`` (:class:`BackboneConfigError` for an unknown or refused mode) and record it."""
+        name = type(self).__name__
+        check_choice(f'{name} mask_mode', mask_mode, MASK_MODES, BackboneConfigError)
+        if mask_mode in self.refused_mask_modes:
+            raise BackboneConfigError(f'{name} cannot honour mask_mode={mask_mode!r} (it takes '
+                                      f'{list(self.accepted_mask_modes())}): {self.refused_mask_modes[mask_mode]}')
+        self.mask_mode = mask_mode
+
+
+class MaskedAttentionMixin(MaskModeMixin):
+    """Backbones whose blocks share one attention ``mask_mode`` and one soft-mask rate ``alpha``, which
+    :class:`~mmcausal.engine.SoftMaskHook` sets at run time. Each block's mixer (``block.attn``) carries both."""
 
     @property
     def soft_mask_rate(self) -> float:

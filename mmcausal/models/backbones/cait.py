@@ -7,6 +7,12 @@ all pre-norm with LayerNorm (eps 1e-6) and the same drop-path rate in every bloc
 joins only afterwards: two class-attention blocks (Sec. 3) read the fixed patch tokens, then ``norm`` and the
 classifier (an mmpretrain ``LinearClsHead``) take the class token.
 
+Attention is bidirectional (``mask_mode='bidirectional'``, the paper and every released weight) or causal in
+raster order (``'causal'``): the talking-heads mask is exact (:mod:`~mmcausal.models.layers.talking_heads`), patch
+``t`` sees patches ``s <= t`` in every SA block. The class token needs no move: it is not in the SA sequence, and
+each class-attention block reads every patch token, so the class feature sees every patch in both modes.
+``'official'`` (iLLaMA's post-softmax mask) is refused: it is not defined for talking heads.
+
 Dense use (notes §3): the SA blocks' patch tokens are the features (stride 16); the class-attention stage never
 changes them and is built only for ``out_type='cls_token'``. The official final ``norm`` only ever normalised the
 class token, so dense features are un-normalised unless ``feature_norm='final'`` says otherwise.
@@ -28,13 +34,13 @@ from ..layers import (
     gelu_mlp,
     resize_pos_embed,
 )
-from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
+from .base import BackboneConfigError, MaskModeMixin, PlainBackbone, check_image_batch, resolve_arch
 
 FEATURE_NORMS = ('none', 'final')
 
 
 @MODELS.register_module()
-class CaiT(PlainBackbone):
+class CaiT(MaskModeMixin, PlainBackbone):
     """CaiT backbone.
 
     Args:
@@ -56,6 +62,9 @@ class CaiT(PlainBackbone):
         drop_path_rate: stochastic depth of **every** SA block (uniform, Sec. 4.1.1); the CA blocks have none.
         layer_scale_init_value: LayerScale init; None = the arch's (official code: 1e-5 up to 24 blocks, 1e-6
             deeper, but 1e-5 for XXS-36, whose paper value is 1e-6).
+        mask_mode: ``'bidirectional'`` (default: the paper and the released weights) or ``'causal'`` (patch ``t``
+            sees patches ``s <= t`` in raster order in every SA block; the class-attention stage still reads every
+            patch). ``'official'`` is refused (module docstring).
         attn_impl: talking-heads path: ``'auto'`` (explicit while tokens <= width, i.e. at 224 px; SDPA beyond),
             ``'sdpa'`` (O(N) memory, ``heads`` x the attention FLOPs) or ``'explicit'`` (the reference); all exact.
         norm_cfg: norm of every block and of ``norm`` (LayerNorm eps 1e-6, as all released models).
@@ -79,6 +88,10 @@ class CaiT(PlainBackbone):
         ('m36', ): dict(embed_dims=768, num_layers=36, num_heads=16, layer_scale_init_value=1e-6),
         ('m48', ): dict(embed_dims=768, num_layers=48, num_heads=16, layer_scale_init_value=1e-6),
     }
+    refused_mask_modes = {
+        'official': "iLLaMA's post-softmax mask (no renormalisation) is not defined for talking-heads attention, "
+                    'which mixes the heads after the softmax and adds a bias over the keys, and no CaiT weights were '
+                    'trained with it; use "causal" (strict) or "bidirectional".'}
     stem_parameters = ('pos_embed', )
     has_cls_token = True  # it joins after the SA blocks (class attention), never the patch sequence
     drop_path_schedule = 'uniform'
@@ -95,11 +108,13 @@ class CaiT(PlainBackbone):
                  drop_path_rate: float = 0.,
                  layer_scale_init_value: Optional[float] = None,
                  attn_impl: str = 'auto',
+                 mask_mode: str = 'bidirectional',
                  norm_cfg: Optional[dict] = None,
                  frozen_stages: int = -1,
                  with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
+        self._set_mask_mode(mask_mode)
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
@@ -115,7 +130,7 @@ class CaiT(PlainBackbone):
                                                   self.embed_dims))
         self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
         self.pos_drop = nn.Dropout(drop_rate)
-        mixer = partial(TalkingHeadsAttention, num_heads=setting['num_heads'], impl=attn_impl)
+        mixer = partial(TalkingHeadsAttention, num_heads=setting['num_heads'], impl=attn_impl, mask_mode=mask_mode)
         self.layers = nn.ModuleList(
             TransformerBlock(self.embed_dims, mixer, partial(gelu_mlp, feedforward_channels=mlp_dims),
                              norm_cfg=norm_cfg, layer_scale_init_value=layer_scale_init_value)

@@ -9,6 +9,10 @@ band-pass filter (decay + learnable-frequency RoPE), so token ``t`` only sees to
 * :class:`DefocusViT` / :class:`DefocusRetNet`: ViT-B-sized pre-norm blocks (LayerNorm, GELU MLP) around
   :class:`~mmcausal.models.layers.DecayAttention` (Eq. 8) or :class:`~mmcausal.models.layers.MultiScaleRetention`
   (Eq. 4). No official code exists for them (notes B2): they are reconstructions from the paper.
+
+Causal by design: ``mask_mode='causal'`` is their only mode (and the default). ``'bidirectional'`` and ``'official'``
+are refused, each class saying why (its ``refused_mask_modes``): the decay, the retention and the scan are defined
+over ``s <= t`` only, and retention and the scan have no softmax for iLLaMA's post-softmax mask.
 """
 import inspect
 import math
@@ -33,7 +37,7 @@ from ..layers import (
     resize_pos_embed,
     sectioned_order,
 )
-from .base import BackboneConfigError, PlainBackbone, check_image_batch, resolve_arch
+from .base import BackboneConfigError, MaskModeMixin, PlainBackbone, check_image_batch, resolve_arch
 
 ScaleFactor = Union[float, str]
 
@@ -45,7 +49,7 @@ def check_scale_factor(name: str, value: ScaleFactor) -> ScaleFactor:
     raise BackboneConfigError(f'{name} must be a positive number or "auto", got {value!r}.')
 
 
-class DefocusBackbone(PlainBackbone):
+class DefocusBackbone(MaskModeMixin, PlainBackbone):
     """What the De-focus backbones share: the class token at the end of the sequence, the resolution-transfer knobs
     and the patch rearrangement (notes B4). Subclasses call :meth:`_build_stem` and build ``layers`` / ``norm``.
 
@@ -61,9 +65,11 @@ class DefocusBackbone(PlainBackbone):
     def _build_stem(self, arch: Union[str, dict], required: Tuple[str, ...], in_channels: int, patch_size: int,
                     img_size: Union[int, Tuple[int, int]], delta_scale_factor: ScaleFactor,
                     rope_scale_factor: ScaleFactor, patch_rearrange: bool, out_indices: Union[int, Sequence[int]],
-                    out_type: str, final_norm: bool, frozen_stages: int, with_pos_embed: bool = False) -> dict:
-        """Resolve ``arch`` (returned), outputs, scale factors, patch embedding, class token (and a learnable position
-        table, cls row last)."""
+                    out_type: str, final_norm: bool, frozen_stages: int, mask_mode: str,
+                    with_pos_embed: bool = False) -> dict:
+        """Check ``mask_mode``; resolve ``arch`` (returned), outputs, scale factors, patch embedding, class token (and
+        a learnable position table, cls row last)."""
+        self._set_mask_mode(mask_mode)
         setting = resolve_arch(arch, self.arch_zoo, required)
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
@@ -148,7 +154,14 @@ class DefocusMamba(DefocusBackbone):
         norm_cfg: the block norm (RMSNorm eps 1e-5).
         drop_path_rate: stochastic depth of the last block (linear from 0); a hook may schedule it.
         scan_impl, chunk_size: selective scan implementation, see :func:`~mmcausal.models.layers.selective_scan`.
+        mask_mode: ``'causal'`` only (module docstring).
     """
+    refused_mask_modes = {
+        'bidirectional': 'its selective scan is a causal recurrence by construction (the state at token t is built '
+                         'from tokens s <= t only); seeing later tokens needs a second, backward scan, another model; '
+                         'use "causal".',
+        'official': "iLLaMA's post-softmax mask applies to softmax attention, and a selective scan has no softmax; "
+                    'use "causal".'}
     arch_zoo = {
         ('s', 'small'): dict(embed_dims=384, num_layers=24),
         ('b', 'base'): dict(embed_dims=768, num_layers=24),
@@ -174,13 +187,14 @@ class DefocusMamba(DefocusBackbone):
                  drop_path_rate: float = 0.,
                  scan_impl: str = 'auto',
                  chunk_size: Optional[int] = None,
+                 mask_mode: str = 'causal',
                  frozen_stages: int = -1,
                  with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
         setting = self._build_stem(arch, ('embed_dims', 'num_layers'), in_channels, patch_size, img_size,
                                    delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices, out_type,
-                                   final_norm, frozen_stages)
+                                   final_norm, frozen_stages, mask_mode)
         mixer = partial(DefocusMambaMixer, expand=setting.get('expand', 2), state_dims=setting.get('state_dims', 16),
                         dt_rank=setting.get('dt_rank', 48), norm_group_size=norm_group_size, rope=rope,
                         legacy_bf16_rope=legacy_bf16_rope, scan_impl=scan_impl, chunk_size=chunk_size)
@@ -204,7 +218,7 @@ class DefocusTransformer(DefocusBackbone):
             RetNet twin config).
         norm_cfg: block and final norm (``LN`` eps 1e-6, as ViT).
         img_size, patch_size, in_channels, delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices,
-        out_type, final_norm, drop_path_rate, frozen_stages, with_cp: as :class:`DefocusMamba`.
+        out_type, final_norm, drop_path_rate, frozen_stages, with_cp, mask_mode: as :class:`DefocusMamba`.
     """
     arch_zoo = {
         ('s', 'small'): dict(embed_dims=384, num_layers=12, num_heads=6),
@@ -225,6 +239,7 @@ class DefocusTransformer(DefocusBackbone):
                  final_norm: bool = True,
                  norm_cfg: Optional[dict] = None,
                  drop_path_rate: float = 0.,
+                 mask_mode: str = 'causal',
                  frozen_stages: int = -1,
                  with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None,
@@ -232,7 +247,7 @@ class DefocusTransformer(DefocusBackbone):
         super().__init__(init_cfg=init_cfg)
         setting = self._build_stem(arch, ('embed_dims', 'num_layers', 'num_heads'), in_channels, patch_size, img_size,
                                    delta_scale_factor, rope_scale_factor, patch_rearrange, out_indices, out_type,
-                                   final_norm, frozen_stages, with_pos_embed)
+                                   final_norm, frozen_stages, mask_mode, with_pos_embed)
         known = set(inspect.signature(self.build_mixer).parameters) - {'embed_dims', 'num_heads'}
         unknown = sorted(set(mixer_options) - known)
         if unknown:
@@ -259,6 +274,11 @@ class DefocusViT(DefocusTransformer):
     86.6 M plus that head (87.34 M with the table, 87.19 M without). ``qkv_bias`` as ViT. Other arguments: see
     :class:`DefocusTransformer`.
     """
+    refused_mask_modes = {
+        'bidirectional': 'its band-pass decay lambda_h (t - s) is defined for keys s <= t only (a causal 1D order); '
+                         'a two-sided decay would be another model; use "causal".',
+        'official': "iLLaMA's post-softmax mask needs the softmax over every key, and the decay bias is not defined "
+                    'for later keys s > t; use "causal".'}
 
     @staticmethod
     def build_mixer(embed_dims: int, num_heads: int, qkv_bias: bool = True) -> nn.Module:
@@ -274,6 +294,11 @@ class DefocusRetNet(DefocusTransformer):
     ``retention_chunk_size`` (default 64) sets the chunk-wise form's memory ``O(N T)``; None runs the parallel form.
     Other arguments: see :class:`DefocusTransformer`.
     """
+    refused_mask_modes = {
+        'bidirectional': "retention's decay matrix is exp(lambda (t - s)) for s <= t and 0 for later keys (its "
+                         'chunk-wise recurrent form rests on it); use "causal".',
+        'official': "iLLaMA's post-softmax mask applies to softmax attention, and retention has no softmax; use "
+                    '"causal".'}
 
     @staticmethod
     def build_mixer(embed_dims: int, num_heads: int, retention_chunk_size: Optional[int] = 64) -> nn.Module:

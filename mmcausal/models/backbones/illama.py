@@ -94,6 +94,7 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
                  with_cp: bool = False,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
+        self._set_mask_mode(mask_mode)
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']

@@ -32,9 +32,7 @@ from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
-from mmcausal.utils.validation import check_choice
 from ..layers import (
-    MASK_MODES,
     GridRoPE,
     SubsampledAttention,
     SwiGLUFFN,
@@ -44,13 +42,13 @@ from ..layers import (
     build_norm_layer,
     swiglu_hidden_dims,
 )
-from .base import BackboneConfigError, PyramidBackbone, PyramidStage, resolve_arch
+from .base import BackboneConfigError, MaskModeMixin, PyramidBackbone, PyramidStage, resolve_arch
 
 PRETRAIN_SIZE = 224  # px: the ImageNet resolution; 'per_stage' anchors default to its grid at every stride
 
 
 @MODELS.register_module()
-class PyramidVisionLLaMA(PyramidBackbone):
+class PyramidVisionLLaMA(MaskModeMixin, PyramidBackbone):
     """Pyramid VisionLLaMA backbone (Twins-SVT layout with LLaMA blocks).
 
     Args:
@@ -86,6 +84,10 @@ class PyramidVisionLLaMA(PyramidBackbone):
         ('b', 'base'): dict(embed_dims=[96, 192, 384, 768], num_heads=[3, 6, 12, 24], depths=[2, 2, 18, 2]),
         ('l', 'large'): dict(embed_dims=[128, 256, 512, 1024], num_heads=[4, 8, 16, 32], depths=[2, 2, 18, 2]),
     }
+    refused_mask_modes = dict.fromkeys(
+        ('causal', 'official'),
+        'its patch merging makes each coarse token from a 2x2 cell of two raster rows and its GSA keys from sr x sr '
+        'cells, so later tokens always leak in; use VisionLLaMA (plain, optionally windowed) for causal attention.')
 
     def __init__(self,
                  arch: Union[str, dict] = 'base',
@@ -117,12 +119,7 @@ class PyramidVisionLLaMA(PyramidBackbone):
                         dict(type='Kaiming', layer='Conv2d', mode='fan_out', nonlinearity='relu',
                              distribution='normal', bias=0.)]
         super().__init__(init_cfg=init_cfg)
-        check_choice('PyramidVisionLLaMA mask_mode', mask_mode, MASK_MODES, BackboneConfigError)
-        if mask_mode != 'bidirectional':
-            raise BackboneConfigError(
-                f'PyramidVisionLLaMA cannot honour mask_mode={mask_mode!r}, only "bidirectional": its patch merging '
-                'makes each coarse token from a 2x2 cell of two raster rows and its GSA keys from sr x sr cells, so '
-                'later tokens always leak in; use VisionLLaMA (plain, optionally windowed) for causal attention.')
+        self._set_mask_mode(mask_mode)
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_heads', 'depths'))
         dims, heads, depths = setting['embed_dims'], setting['num_heads'], setting['depths']
         hidden = setting.get('ffn_hidden_dims', [swiglu_hidden_dims(dim) for dim in dims])

@@ -38,7 +38,6 @@ from torch import Tensor, nn
 from mmcausal.registry import MODELS
 from mmcausal.utils.validation import check_choice
 from ..layers import (
-    MASK_MODES,
     GridRoPE,
     SelfAttention,
     SwiGLUFFN,
@@ -149,7 +148,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
                                        layer_scale_init_value=layer_scale_init_value, ffn_drop_path=ffn_drop_path)
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
-        check_choice('VisionLLaMA mask_mode', mask_mode, MASK_MODES, BackboneConfigError)
+        self._set_mask_mode(mask_mode)
         self.cls_position = cls_position_for(mask_mode) if with_cls_token else None
         self._set_outputs(out_indices, out_type, final_norm, frozen_stages)
         self.with_cp = with_cp

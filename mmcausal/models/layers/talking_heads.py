@@ -27,6 +27,12 @@ Two exact paths:
 ``'auto'`` (default)
     The explicit path while its ``h N^2`` scores are no larger than the SDPA path's ``h N C`` (``N <= C``: 224 px
     for every released CaiT but XXS, where it is faster on CPU too), the SDPA path beyond (384 px and dense inputs).
+
+Causal (``mask_mode='causal'``, query ``t`` sees keys ``s <= t``) is exact with both mixings: the mask is the key mask
+``s <= t``, applied after the pre-softmax mix, so ``P_h`` is zero above the diagonal; ``proj_w`` mixes those zeros
+into zeros, and the ``bw`` term sums ``v`` over ``s <= t`` (a cumulative sum). The SDPA path uses SDPA's causal
+kernel (still no ``N x N`` tensor). iLLaMA's ``'official'`` post-softmax mask is not defined for talking heads (which
+softmax would it mask, and how would ``bw`` count keys?) and no weights were trained with it: it is refused.
 """
 from typing import Optional
 
@@ -38,6 +44,7 @@ from mmcausal.utils.validation import check_choice
 from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested, split_heads
 
 TALKING_HEADS_IMPLS = ('auto', 'sdpa', 'explicit')
+TALKING_HEADS_MASK_MODES = ('bidirectional', 'causal')
 
 
 def _mix_heads(x: Tensor, mix: nn.Linear) -> Tensor:
@@ -45,17 +52,30 @@ def _mix_heads(x: Tensor, mix: nn.Linear) -> Tensor:
     return mix(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 
-def _valid_key_sum(v: Tensor, key_mask: Optional[Tensor]) -> Tensor:
-    """``sum_j v_h(j)`` over the keys each query may see: ``(B, heads, 1 or Nq, d)``."""
+def _valid_key_sum(v: Tensor, key_mask: Optional[Tensor], causal: bool = False) -> Tensor:
+    """``sum_j v_h(j)`` over the keys each query may see: ``(B, heads, 1 or Nq, d)``; ``causal``: over ``j <= t``
+    (a cumulative sum, accumulated in fp32 at least)."""
+    if causal:
+        return v.cumsum(dim=2, dtype=torch.promote_types(v.dtype, torch.float32)).to(v.dtype)
     if key_mask is None:
         return v.sum(dim=2, keepdim=True)
     return key_mask.to(v.dtype) @ v
 
 
+def causal_key_mask(num_tokens: int, key_mask: Optional[Tensor], device: torch.device) -> Tensor:
+    """``key_mask`` (or all keys) restricted to ``s <= t``: boolean, broadcastable to ``(B, heads, N, N)``."""
+    causal = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).tril()
+    return causal if key_mask is None else key_mask & causal
+
+
 def talking_heads_explicit(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear,
-                           key_mask: Optional[Tensor] = None, probe: Optional[nn.Module] = None) -> Tensor:
+                           key_mask: Optional[Tensor] = None, probe: Optional[nn.Module] = None,
+                           causal: bool = False) -> Tensor:
     """Reference path on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, Nq, d)``; ``key_mask`` boolean (True = attend),
-    broadcastable to ``(B, heads, Nq, Nk)``; ``probe`` receives the mixed weights ``A``."""
+    broadcastable to ``(B, heads, Nq, Nk)``; ``probe`` receives the mixed weights ``A``; ``causal``: query ``t``
+    sees keys ``s <= t`` only (and those of ``key_mask``)."""
+    if causal:
+        key_mask = causal_key_mask(q.shape[-2], key_mask, q.device)
     logits = _mix_heads((q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1), proj_l)
     if key_mask is not None:
         logits = logits.masked_fill(~key_mask, float('-inf'))
@@ -68,11 +88,14 @@ def talking_heads_explicit(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, p
 
 
 def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear,
-                       key_mask: Optional[Tensor] = None) -> Tensor:
+                       key_mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
     """The exact SDPA formulation (module docstring) on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, Nq, d)``.
 
-    ``proj_l``'s bias drops out (a constant per softmax row); ``key_mask`` as :func:`talking_heads_explicit`.
+    ``proj_l``'s bias drops out (a constant per softmax row); ``key_mask`` as :func:`talking_heads_explicit`;
+    ``causal``: query ``t`` sees keys ``s <= t`` only (SDPA's causal kernel without ``key_mask``).
     """
+    if causal and key_mask is not None:  # SDPA takes a mask or is_causal, not both
+        key_mask, causal = causal_key_mask(q.shape[-2], key_mask, q.device), False
     batch, heads, num_queries, head_dim = q.shape
     width = heads * head_dim
     # q'_h = concat_g (Wl[h, g] s q_g): (B, heads, Nq, heads * d)
@@ -80,20 +103,20 @@ def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_
         batch, heads, num_queries, width)
     keys = k.transpose(1, 2).reshape(batch, 1, -1, width).expand(batch, heads, -1, width)
     values = v.transpose(1, 2).reshape(batch, 1, -1, width).expand(batch, heads, -1, width)
-    out = F.scaled_dot_product_attention(mixed_q, keys, values, attn_mask=key_mask, scale=1.)
+    out = F.scaled_dot_product_attention(mixed_q, keys, values, attn_mask=key_mask, is_causal=causal, scale=1.)
     # o_h = sum_g Ww[h, g] (P_g V')[block h]: a broadcast product summed over g keeps nothing new for backward (the
     # SDPA output is saved already), where an einsum with the repeated index h would save a copy of it
     out = (out.view(batch, heads, num_queries, heads, head_dim) *
            proj_w.weight.t().reshape(1, heads, 1, heads, 1)).sum(1).transpose(1, 2)
     # proj_l's bias shifts each softmax row by a constant: its exact gradient is zero, and the zero factor keeps it
     # in the graph so every parameter gets a gradient (DDP without find_unused_parameters)
-    return out + proj_w.bias.view(1, -1, 1, 1) * _valid_key_sum(v, key_mask) + 0. * proj_l.bias.sum()
+    return out + proj_w.bias.view(1, -1, 1, 1) * _valid_key_sum(v, key_mask, causal) + 0. * proj_l.bias.sum()
 
 
 class TalkingHeadsAttention(SelfAttention):
     """CaiT's self-attention: :class:`SelfAttention`'s ``qkv`` / ``proj`` plus the head mixings ``proj_l`` (before
     the softmax) and ``proj_w`` (after it), each ``Linear(heads, heads)`` with bias (checkpoint layout of the
-    official code). Bidirectional; optional RoPE and a boolean key mask (window padding) as the other mixers.
+    official code). Optional RoPE and a boolean key mask (window padding) as the other mixers.
 
     Args:
         embed_dims: token width ``C``.
@@ -102,10 +125,14 @@ class TalkingHeadsAttention(SelfAttention):
         impl: ``'auto'`` (by token count, module docstring), ``'sdpa'`` (O(N) memory, ``h`` x attention FLOPs) or
             ``'explicit'`` (materialised ``h x N x N``); all exact. :func:`explicit_attention_mode` forces the
             explicit path.
+        mask_mode: ``'bidirectional'`` (CaiT) or ``'causal'`` (strict, in sequence order; module docstring). No
+            soft-mask rate: ``soft_mask_rate`` is not read.
     """
 
-    def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, impl: str = 'auto') -> None:
-        super().__init__(embed_dims, num_heads, qkv_bias=qkv_bias, mask_mode='bidirectional')
+    def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, impl: str = 'auto',
+                 mask_mode: str = 'bidirectional') -> None:
+        check_choice('talking-heads mask_mode', mask_mode, TALKING_HEADS_MASK_MODES, AttentionConfigError)
+        super().__init__(embed_dims, num_heads, qkv_bias=qkv_bias, mask_mode=mask_mode)
         self.impl = check_choice('talking-heads impl', impl, TALKING_HEADS_IMPLS, AttentionConfigError)
         self.proj_l = nn.Linear(num_heads, num_heads)
         self.proj_w = nn.Linear(num_heads, num_heads)
@@ -123,14 +150,17 @@ class TalkingHeadsAttention(SelfAttention):
         q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
                               rotation)
         explicit = self.impl == 'explicit' or (self.impl == 'auto' and num_tokens <= embed_dims)
+        causal = self.mask_mode == 'causal'
         if explicit or explicit_attention_requested():
-            out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe)
+            out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe,
+                                         causal=causal)
         else:
-            out = talking_heads_sdpa(q, k, v, self.proj_l, self.proj_w, attn_bias)
+            out = talking_heads_sdpa(q, k, v, self.proj_l, self.proj_w, attn_bias, causal=causal)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 
     def extra_repr(self) -> str:
-        return f'num_heads={self.num_heads}, impl={self.impl!r}'
+        return f'num_heads={self.num_heads}, impl={self.impl!r}, mask_mode={self.mask_mode!r}'
 
 
-__all__ = ['TALKING_HEADS_IMPLS', 'TalkingHeadsAttention', 'talking_heads_explicit', 'talking_heads_sdpa']
+__all__ = ['TALKING_HEADS_IMPLS', 'TALKING_HEADS_MASK_MODES', 'TalkingHeadsAttention', 'causal_key_mask',
+           'talking_heads_explicit', 'talking_heads_sdpa']

@@ -47,6 +47,9 @@ class MAEVisionLLaMA(VisionLLaMA):
             continue pre-training from the released weights.
         Others: as :class:`VisionLLaMA`; defaults are the MAE ones (cls token, raw tokens, final norm).
     """
+    refused_mask_modes = dict.fromkeys(
+        ('causal', 'official'), 'it keeps a random subset of patches in shuffled order, which has no causal order; '
+        'keep "bidirectional" (fine-tune causally from it).')
 
     def __init__(self, arch: Union[str, dict] = 'base', mask_ratio: float = 0.75, out_type: str = 'raw',
                  with_cls_token: bool = True, cls_through_encoder: bool = True, **kwargs) -> None:
@@ -59,9 +62,6 @@ class MAEVisionLLaMA(VisionLLaMA):
         if self.window_size:
             raise BackboneConfigError('MAEVisionLLaMA keeps a random subset of tokens, which windows cannot partition; '
                                       'set window_size=0.')
-        if self.mask_mode != 'bidirectional':
-            raise BackboneConfigError('MAEVisionLLaMA keeps a random subset of patches in shuffled order, which has no '
-                                      'causal order; keep mask_mode="bidirectional" (fine-tune causally from it).')
         if out_type != 'raw' or self.out_indices != [self.num_layers - 1]:
             raise BackboneConfigError('MAEVisionLLaMA returns the raw tokens of the last block for the MAE decoder; '
                                       'keep out_type="raw" and out_indices=-1.')

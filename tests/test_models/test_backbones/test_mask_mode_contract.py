@@ -1,23 +1,22 @@
 """Mask-mode contract, run over every backbone mmcausal registers (issue 29, item 4).
 
 The backbones are read from the registry, so a new one is checked by being registered; it only has to add its tiny
-settings and the mask modes it accepts to :data:`CASES` (a test fails, naming it, until it does). Each runs in every
-mode it accepts, and the behaviour of the mode is checked on the token sequence the backbone really uses (its first
-block's input, perturbed by a pre-hook), read back from its per-token outputs (fp64, so "unchanged" is exact up to
-rounding):
+settings and the mask modes it accepts to :data:`CASES`, and its default mode to :data:`DEFAULT_MODES` (a test fails,
+naming it, until it does). Every backbone takes a ``mask_mode`` argument. Each runs in every mode it accepts, and
+the behaviour of the mode is checked on the token sequence the backbone really uses (its first block's input,
+perturbed by a pre-hook), read back from its per-token outputs (fp64, so "unchanged" is exact up to rounding):
 
 * ``'causal'``: perturbing the tokens after slot ``t`` leaves the outputs up to ``t`` unchanged (and does change the
   later ones);
-* in every mode the class token, where the sequence has one, sees every patch, and the ``'cls_token'`` output reads
-  its slot;
+* in every mode the class token sees every patch: where the sequence has one, its output does and the
+  ``'cls_token'`` output reads its slot; where it joins after the blocks (CaiT's class attention), the class feature
+  does;
 * ``'bidirectional'``: perturbing the later tokens changes earlier outputs (so the causal check can fail);
 * ``'official'`` (iLLaMA Eq. 2): every attention map is zero above the diagonal and is not renormalised (rows sum to
   at most 1, the last to 1);
 * a soft-mask rate of 1 turns either mask off: the output equals the bidirectional model's with the same weights;
-* a mode the backbone takes as an argument but does not accept is refused at construction with a one-line user error.
-
-Backbones without a ``mask_mode`` argument have the one mode their mixers implement (De-focus: causal; CaiT:
-bidirectional) and are checked in it.
+* a mode the backbone does not accept is refused at construction with a one-line user error naming ``mask_mode``;
+* built without ``mask_mode``, a backbone computes what it computes in its declared default mode.
 """
 import inspect
 from dataclasses import dataclass, field
@@ -42,8 +41,7 @@ SIZE = (32, 32)  # a 4 x 4 patch grid at patch 8 (8 x 8 tokens in the pyramid's 
 @dataclass(frozen=True)
 class Case:
     """A tiny configuration of a backbone whose outputs are per-token (``'raw'``, or the first stage's
-    ``'featmap'`` for a pyramid), and the mask modes it accepts (the one its mixers implement if it takes no
-    ``mask_mode``)."""
+    ``'featmap'`` for a pyramid), and the mask modes it accepts."""
     kwargs: dict
     modes: Tuple[str, ...]
     forward_kwargs: dict = field(default_factory=dict)
@@ -53,6 +51,7 @@ class Case:
 
 PLAIN = dict(arch=dict(embed_dims=32, num_layers=2, num_heads=2), img_size=32, patch_size=8, out_type='raw')
 # LayerScale (CaiT 1e-5, the pyramid 1e-4 at init) would shrink what attention adds below the tolerances: set to 1
+CAIT = dict(PLAIN, layer_scale_init_value=1., init_cfg=dict(type='TruncNormal', layer='Linear', std=.02, bias=.1))
 # class name -> its tiny configurations; a newly registered backbone adds its line here.
 CASES: Dict[str, Tuple[Case, ...]] = {
     'ILLaMA': (Case(PLAIN, MODES), ),
@@ -73,14 +72,26 @@ CASES: Dict[str, Tuple[Case, ...]] = {
     'DefocusViT': (Case(PLAIN, ('causal', )), ),
     # chunks of 4 tokens, so the cut points fall inside and between chunks
     'DefocusRetNet': (Case(dict(PLAIN, retention_chunk_size=4), ('causal', )), ),
-    'CaiT': (Case(dict(PLAIN, layer_scale_init_value=1.), ('bidirectional', )), ),
+    # 16 tokens <= width 32: 'auto' takes the explicit talking-heads path; the second case forces the SDPA one. Non-zero
+    # Linear biases, so the talking-heads bias bw (summed over the keys a query may see) counts
+    'CaiT': (Case(CAIT, ('bidirectional', 'causal')),
+             Case(dict(CAIT, attn_impl='sdpa'), ('bidirectional', 'causal'), name='sdpa')),
 }
+# class name -> the mode it runs in when the config names none
+DEFAULT_MODES = {'ILLaMA': 'causal', 'VisionLLaMA': 'bidirectional', 'MAEVisionLLaMA': 'bidirectional',
+                 'PyramidVisionLLaMA': 'bidirectional', 'DefocusMamba': 'causal', 'DefocusViT': 'causal',
+                 'DefocusRetNet': 'causal', 'CaiT': 'bidirectional'}
 
 
 def takes_mask_mode(name: str) -> bool:
     """Whether the backbone's constructor (or one it passes its keyword arguments to) has a ``mask_mode``."""
     return any('mask_mode' in inspect.signature(klass.__init__).parameters
                for klass in MODELS.get(name).__mro__ if '__init__' in vars(klass))
+
+
+def has_soft_mask_rate(name: str) -> bool:
+    """Whether the backbone has a soft-mask rate (iLLaMA Eq. 2) for :class:`~mmcausal.engine.SoftMaskHook`."""
+    return isinstance(getattr(MODELS.get(name), 'soft_mask_rate', None), property)
 
 
 def _params(select):
@@ -90,10 +101,10 @@ def _params(select):
 
 
 def build(name: str, case: Case, mode: Optional[str], seed: int = 0, **overrides) -> nn.Module:
-    """The tiny backbone in ``mode`` (its own when it takes no ``mask_mode``), seeded, initialised, in eval mode."""
+    """The tiny backbone in ``mode`` (None: the backbone's default), seeded, initialised, in eval mode."""
     torch.manual_seed(seed)
     kwargs = dict(case.kwargs, **overrides)
-    if takes_mask_mode(name):
+    if mode is not None:
         kwargs['mask_mode'] = mode
     model = MODELS.build(dict(type=name, **kwargs))
     model.init_weights()
@@ -140,17 +151,26 @@ def changed(a: Tensor, b: Tensor) -> bool:
     return (a - b).abs().max().item() > 1e-8
 
 
-def test_every_registered_backbone_has_its_modes_listed():
+def test_every_registered_backbone_takes_a_mask_mode_and_has_its_modes_listed():
     registered = registered_backbones()
-    assert {'ILLaMA', 'VisionLLaMA', 'PyramidVisionLLaMA'} <= set(registered)
-    missing = sorted(set(registered) - set(CASES))
-    assert not missing, (f'registered backbones without an entry in CASES of {__file__}: {missing}; add their tiny '
-                         'settings and the mask modes they accept')
-    stale = sorted(set(CASES) - set(registered))
-    assert not stale, f'CASES lists backbones that are not registered: {stale}'
+    assert {'ILLaMA', 'VisionLLaMA', 'PyramidVisionLLaMA', 'CaiT', 'DefocusViT'} <= set(registered)
+    for table in ('CASES', 'DEFAULT_MODES'):
+        listed = set(globals()[table])
+        missing = sorted(set(registered) - listed)
+        assert not missing, (f'registered backbones without an entry in {table} of {__file__}: {missing}; add their '
+                             'tiny settings, the mask modes they accept and their default')
+        stale = sorted(listed - set(registered))
+        assert not stale, f'{table} lists backbones that are not registered: {stale}'
+    without = [name for name in registered if not takes_mask_mode(name)]
+    assert not without, f'backbones without a mask_mode argument: {without}'
     for name in registered:
-        if not takes_mask_mode(name):
-            assert all(len(case.modes) == 1 for case in CASES[name]), f'{name} takes no mask_mode: one mode only'
+        assert all(DEFAULT_MODES[name] in case.modes for case in CASES[name]), f'{name}: default mode not accepted'
+
+
+@pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode == DEFAULT_MODES.get(name)))
+def test_without_a_mask_mode_a_backbone_runs_in_its_default_mode(name, case, mode):
+    default = token_outputs(build(name, case, None), case)
+    torch.testing.assert_close(default, token_outputs(build(name, case, mode), case), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode in ('bidirectional', 'causal')
@@ -174,12 +194,16 @@ def test_a_token_sees_later_tokens_exactly_when_the_mode_allows(name, case, mode
 @pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode in case.modes))
 def test_the_class_token_sees_every_patch(name, case, mode):
     """In every accepted mode the class token's output depends on the first patch (under a causal mask it must
-    therefore sit after the patches)."""
+    therefore sit after the patches); a class token that joins after the blocks (CaiT) is read as the class
+    feature (``out_type='cls_token'``)."""
     model = build(name, case, mode)
     clean = token_outputs(model, case)
     slot = cls_slot(model, clean.shape[1])
+    if slot is None and getattr(model, 'has_cls_token', False):
+        model, slot = build(name, case, mode, out_type='cls_token'), slice(None)
+        clean = token_outputs(model, case)
     if slot is None:
-        pytest.skip('no class token in the sequence')
+        pytest.skip('no class token')
     first = first_patch_slot(model)
     perturbed = token_outputs(model, case, slice(first, first + 1))
     assert changed(perturbed[:, slot], clean[:, slot]), f'{name} in {mode!r}: the class token misses the first patch'
@@ -217,7 +241,7 @@ def test_official_attention_maps_are_masked_after_the_softmax(name, case, mode):
 
 
 @pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode in ('causal', 'official')
-                                                   and mode in case.modes and takes_mask_mode(name)))
+                                                   and mode in case.modes and has_soft_mask_rate(name)))
 def test_soft_mask_rate_one_is_bidirectional_attention(name, case, mode):
     """``alpha = 1`` lifts the mask: the output equals the bidirectional model's with the same weights (the class
     token compared at its own slot in each)."""
@@ -234,16 +258,15 @@ def test_soft_mask_rate_one_is_bidirectional_attention(name, case, mode):
     assert changed(token_outputs(masked, case), out), 'alpha = 0 must mask'
 
 
-@pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode not in case.modes
-                                                   and takes_mask_mode(name)))
+@pytest.mark.parametrize('name,case,mode', _params(lambda name, case, mode: mode not in case.modes))
 def test_a_mode_the_backbone_cannot_honour_is_refused_in_one_line(name, case, mode):
     with pytest.raises(UserInputError) as error:
         build(name, case, mode)
     message = str(error.value)
-    assert '\n' not in message and 'mask_mode' in message, message
+    assert '\n' not in message and f'mask_mode={mode!r}' in message, message
 
 
-@pytest.mark.parametrize('name', [name for name in registered_backbones() if takes_mask_mode(name)])
+@pytest.mark.parametrize('name', registered_backbones())
 def test_an_unknown_mode_is_refused_in_one_line(name):
     with pytest.raises(UserInputError, match='choose one of') as error:
         build(name, CASES[name][0], 'causal_soft')

@@ -1,6 +1,7 @@
 """Talking-heads attention (CaiT SA blocks, notes cait.md §1.3): the explicit path against the formula written
 here, the SDPA formulation against the explicit path, the no-op ``proj_l`` bias, masks after the pre-softmax mix
-with the ``proj_w`` bias over valid keys only, and no ``heads x N x N`` tensor kept for backward on the SDPA path."""
+with the ``proj_w`` bias over valid keys only (padding, and the causal mask ``s <= t``), and no ``heads x N x N``
+tensor kept for backward on the SDPA path."""
 import pytest
 import torch
 from torch import nn
@@ -32,12 +33,16 @@ def _qkv(batch: int, heads: int, tokens: int, head_dim: int, seed: int = 1) -> l
     return [torch.randn(batch, heads, tokens, head_dim, dtype=torch.float64, requires_grad=True) for _ in range(3)]
 
 
-def formula(q, k, v, proj_l, proj_w, valid=None):
+def formula(q, k, v, proj_l, proj_w, valid=None, causal=False):
     """Notes §1.3 head by head: ``L_h = sum_g Wl[h,g] s q_g k_g^T + bl[h]``, masked, softmax, ``A_h = sum_g
-    Ww[h,g] P_g + bw[h] valid``, ``o_h = A_h v_h``; ``valid`` ``(B, Nk)`` booleans (None = all keys)."""
-    batch, heads, _, head_dim = q.shape
+    Ww[h,g] P_g + bw[h] valid``, ``o_h = A_h v_h``; ``valid`` ``(B, Nk)`` booleans (None = all keys); ``causal``:
+    query ``t`` also keeps only the keys ``s <= t``."""
+    batch, heads, tokens, head_dim = q.shape
     logits = [q[:, g] @ k[:, g].transpose(-1, -2) * head_dim ** -0.5 for g in range(heads)]
     keep = None if valid is None else valid[:, None, :]
+    if causal:
+        earlier = torch.tensor([[s <= t for s in range(tokens)] for t in range(tokens)])[None]
+        keep = earlier if keep is None else keep & earlier
     probs = []
     for h in range(heads):
         mixed = sum(proj_l.weight[h, g] * logits[g] for g in range(heads)) + proj_l.bias[h]
@@ -54,15 +59,16 @@ def formula(q, k, v, proj_l, proj_w, valid=None):
 
 @pytest.mark.parametrize('tokens', [1, 7, 50])
 @pytest.mark.parametrize('masked', [False, True])
+@pytest.mark.parametrize('causal', [False, True])
 @pytest.mark.parametrize('path', sorted(PATHS))
-def test_both_paths_equal_the_formula_values_and_gradients(path, tokens, masked):
+def test_both_paths_equal_the_formula_values_and_gradients(path, causal, tokens, masked):
     proj_l, proj_w = _mixers(4)
     q, k, v = _qkv(2, 4, tokens, 8)
     valid = torch.rand(2, tokens) > .4
     valid[:, 0] = True  # every query sees at least one key
     key_mask = valid[:, None, None, :] if masked else None
-    out = PATHS[path](q, k, v, proj_l, proj_w, key_mask)
-    ref = formula(q, k, v, proj_l, proj_w, valid if masked else None)
+    out = PATHS[path](q, k, v, proj_l, proj_w, key_mask, causal=causal)
+    ref = formula(q, k, v, proj_l, proj_w, valid if masked else None, causal=causal)
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
     grad = torch.randn_like(out)
     tensors = [q, k, v, proj_l.weight, proj_w.weight, proj_w.bias]
@@ -99,9 +105,10 @@ def test_masked_padding_keys_are_invisible_also_to_the_proj_w_bias(path):
     assert (unmasked - alone).abs().max() > 1e-3  # the padding keys matter when nothing hides them
 
 
-def test_the_sdpa_path_keeps_no_heads_by_tokens_squared_tensor_for_backward():
+@pytest.mark.parametrize('mask_mode', ['bidirectional', 'causal'])
+def test_the_sdpa_path_keeps_no_heads_by_tokens_squared_tensor_for_backward(mask_mode):
     heads, tokens, head_dim = 4, 256, 8
-    module = TalkingHeadsAttention(heads * head_dim, heads)
+    module = TalkingHeadsAttention(heads * head_dim, heads, mask_mode=mask_mode)
     x = torch.randn(1, tokens, heads * head_dim, requires_grad=True)
     for impl, expect_square in (('sdpa', False), ('explicit', True)):
         module.impl = impl
@@ -111,13 +118,19 @@ def test_the_sdpa_path_keeps_no_heads_by_tokens_squared_tensor_for_backward():
         assert (max(saved) >= heads * tokens ** 2) == expect_square, (impl, max(saved))
 
 
-def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
+def _module_and_tokens(**kwargs) -> tuple:
+    """A seeded fp64 ``TalkingHeadsAttention(32, 4, **kwargs)`` with mixers far from zero and identity, and
+    ``(2, 10, 32)`` tokens."""
     torch.manual_seed(0)
-    module = TalkingHeadsAttention(32, 4).double()
+    module = TalkingHeadsAttention(32, 4, **kwargs).double()
     for mixer in (module.proj_l, module.proj_w):
         nn.init.normal_(mixer.weight, std=.7)
         nn.init.normal_(mixer.bias, std=.3)
-    x = torch.randn(2, 10, 32, dtype=torch.float64)
+    return module, torch.randn(2, 10, 32, dtype=torch.float64)
+
+
+def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
+    module, x = _module_and_tokens()
     fast = module(x)
     module.impl = 'explicit'
     torch.testing.assert_close(module(x), fast, rtol=1e-10, atol=1e-10)
@@ -146,9 +159,34 @@ def test_auto_takes_the_explicit_path_while_tokens_do_not_exceed_the_width(monke
     assert called == [expected]
 
 
+def test_causal_module_paths_agree_and_each_output_ignores_later_tokens():
+    """``mask_mode='causal'``: the SDPA path (causal kernel, cumulative ``bw`` term) equals the explicit one, whose
+    mixed weights ``A`` are zero above the diagonal and whose rows sum to ``sum_g Ww[h, g] + (t + 1) bw[h]``; output
+    ``t`` does not move when the tokens after ``t`` do."""
+    module, x = _module_and_tokens(impl='sdpa', mask_mode='causal')
+    fast = module(x)
+    module.impl = 'explicit'
+    with record_attention(module) as records:
+        explicit = module(x)
+    torch.testing.assert_close(explicit, fast, rtol=1e-10, atol=1e-10)
+    weights, = records['attn_probe']
+    assert (weights.triu(1) == 0).all()
+    expected = module.proj_w.weight.sum(1).view(4, 1) + torch.arange(1, 11) * module.proj_w.bias.view(4, 1)
+    torch.testing.assert_close(weights.sum(-1), expected.expand(2, 4, 10), rtol=1e-10, atol=1e-10)
+    later = x.clone()
+    later[:, 6:] = torch.randn(2, 4, 32, dtype=torch.float64)
+    for impl in ('sdpa', 'explicit'):
+        module.impl = impl
+        moved = module(later)
+        torch.testing.assert_close(moved[:, :6], fast[:, :6], rtol=0, atol=1e-12)
+        assert (moved[:, 6:] - fast[:, 6:]).abs().max() > 1e-3
+
+
 def test_bad_settings_are_user_errors():
     with pytest.raises(UserInputError, match='impl'):
         TalkingHeadsAttention(32, 4, impl='flash')
+    with pytest.raises(UserInputError, match='mask_mode'):  # iLLaMA's post-softmax mask: not defined for talking heads
+        TalkingHeadsAttention(32, 4, mask_mode='official')
     with pytest.raises(UserInputError, match='boolean key mask'):  # a float bias would be mixed across heads
         TalkingHeadsAttention(32, 4).attend(torch.randn(1, 5, 32), attn_bias=torch.zeros(1, 1, 5, 5))
     with pytest.raises(UserInputError, match='shared by the heads'):  # a per-head mask would be mixed across heads
