@@ -12,6 +12,7 @@ import torch._dynamo.testing
 from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from e2e_utils import history, load_config, loss_falls, train
 from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import DecayAttention, SelfAttention, TokenLayout, rope_angles_1d, rope_frequencies
 from test_models.test_backbones.test_contract import CASES, _require, build
@@ -19,6 +20,7 @@ from test_models.test_backbones.test_contract import CASES, _require, build
 pytestmark = pytest.mark.usefixtures('single_thread')
 
 IMAGES = (2, 3, 32, 40)  # a 4 x 5 patch grid of the tiny backbones (patch size 8)
+CASES_BY_NAME = [param.values for param in CASES if not param.id.count('-')]  # (name, first tiny configuration)
 
 
 @pytest.fixture(autouse=True)
@@ -172,3 +174,37 @@ def test_compiled_rope_rotates_in_real_arithmetic_like_the_eager_complex_product
     torch.testing.assert_close(torch.autograd.grad(compiled_out.square().sum(), x)[0], grad, rtol=1e-5, atol=1e-6)
     values = [node.meta.get('example_value') for graph in graphs for node in graph.graph.nodes]
     assert not any(isinstance(value, Tensor) and value.is_complex() for value in values)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', ['ILLaMA', 'DefocusViT'])
+def test_inductor_compiles_the_backbone_with_the_eager_values_and_input_gradients(name):
+    """torch.compile's default backend (inductor, C++ code on CPU) on a backbone that rotates with a constant RoPE
+    table (iLLaMA) and one with learnable frequencies and the decay fold (De-focus ViT), in training mode."""
+    tiny = _require(dict(CASES_BY_NAME)[name], name)
+    model = build(name, tiny).train()
+    images = torch.randn(IMAGES)
+    expected_outs, expected_grad = _outputs_and_input_grad(model, images)
+    outs, grad = _outputs_and_input_grad(torch.compile(model, fullgraph=True), images)
+    for out, expected in zip(outs, expected_outs, strict=True):
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_twin_trains_with_mmengine_compile(shapes_root, tmp_path):
+    """``cfg.compile = True`` (mmengine compiles ``train_step`` with inductor, optimizer step included) trains the
+    iLLaMA twin as shipped, with a soft-mask rate that changes every iteration: 2 epochs of 4 iterations."""
+    cfg = load_config('illama/illama-nano-p8_1xb32-30e_shapes-64px.py', shapes_root, tmp_path, **{
+        'compile': True, 'train_cfg.max_epochs': 2, 'train_cfg.val_interval': 2,
+        'train_dataloader.dataset.indices': 64, 'train_dataloader.batch_size': 16,
+        'val_dataloader.dataset.indices': 16, 'test_dataloader.dataset.indices': 16,
+        **{f'{split}_dataloader.{key}': value for split in ('train', 'val', 'test')
+           for key, value in (('num_workers', 0), ('persistent_workers', False))},
+        'custom_hooks': [dict(type='SoftMaskHook', schedule='linear', cutoff=4, by_epoch=True, start=.9)],
+        'default_hooks.logger.interval': 1, 'default_hooks.checkpoint.interval': 100})
+    runner = train(cfg)
+    alphas = history(runner, 'train/soft_mask_rate')
+    assert len(alphas) == 8 and len(set(alphas)) == 8 and 0 < min(alphas) and max(alphas) < 1
+    assert loss_falls(history(runner, 'train/loss'))
