@@ -22,6 +22,7 @@ Names patched in mmengine:
                                                            -> :func:`patch_builtin_module_check`
 * ``is_installed``/``get_installed_path`` in ``mmengine.utils.package_utils``, ``mmengine.utils``,
   ``mmengine.config.config``, ``mmengine.hub.hub``         -> :func:`patch_package_lookup`
+* ``OptimWrapper.__init__``                                -> :func:`patch_optimizer_param_groups`
 * ``set_random_seed`` in ``mmengine.runner.utils``, ``mmengine.runner``, ``mmengine.runner.runner``
                                                            -> :func:`patch_deterministic_cublas`
 
@@ -534,6 +535,34 @@ def patch_deterministic_cublas() -> None:
     _install('set_random_seed', set_random_seed, 'mmengine.runner.utils', 'mmengine.runner', 'mmengine.runner.runner')
 
 
+# --------------------------------------------------------------------------------------------------
+# S8. torch.compile of mmengine's train_step: plain-dict parameter groups
+# --------------------------------------------------------------------------------------------------
+def patch_optimizer_param_groups() -> None:
+    """Make the parameter groups of every ``OptimWrapper``'s optimizer plain dicts.
+
+    Breaks: mmengine 0.10.7's ``DefaultOptimWrapperConstructor`` assigns the list of groups into the optimizer's
+    ``ConfigDict``, which turns every group into a ``ConfigDict``. ``cfg.compile = True`` compiles ``train_step``,
+    optimizer step included, and torch 2.14's tracer takes only plain dicts there: the first iteration fails with
+    ``'UserDefinedDictVariable' object has no attribute 'items'``. Not fixed upstream; delete when the constructor
+    keeps plain dicts.
+    """
+    from mmengine.optim import OptimWrapper
+
+    original = OptimWrapper.__init__
+    if _is_shim(original):
+        return
+
+    @functools.wraps(original)
+    def __init__(self, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
+        groups = optimizer.param_groups
+        groups[:] = [dict(group) for group in groups]
+        original(self, optimizer, *args, **kwargs)
+
+    setattr(__init__, _SHIM_FLAG, True)
+    OptimWrapper.__init__ = __init__
+
+
 def apply_all() -> None:
     """Apply every shim (idempotent)."""
     patch_checkpoint_loading()
@@ -547,6 +576,7 @@ def apply_all() -> None:
     patch_package_lookup()
     patch_ops_without_bf16()
     patch_deterministic_cublas()
+    patch_optimizer_param_groups()
 
 
 apply_all()

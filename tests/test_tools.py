@@ -1,5 +1,6 @@
 """Command-line entry points: multi-process CPU training (torchrun + gloo) and the libraries' own tools."""
 import importlib.util
+import os
 import shutil
 import socket
 import subprocess
@@ -148,6 +149,37 @@ def test_benchmark_amp_runs_the_step_in_bfloat16():
             row = benchmark.measure(CLS, '64', 1, 1, backbone_only=True, train=True, device='cpu', amp=amp)
             assert row['ms'] > 0 and row['params'] > 0
     assert seen and {seen[0], seen[-1]} == {torch.float32, torch.bfloat16}
+
+
+def test_benchmark_compile_times_the_compiled_model_after_its_compiling_warm_up(monkeypatch):
+    """``--compile``: the case's model goes through ``torch.compile`` (here with a counting tracer instead of
+    inductor), every timed step reuses the graph the warm-up step made, and the row says it was compiled."""
+    import torch._dynamo.testing
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    counter = torch._dynamo.testing.CompileCounter()
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, 'compile', lambda model: compile_(model, backend=counter))
+    torch._dynamo.reset()
+    try:
+        row = benchmark.measure(CLS, '64', 1, 2, backbone_only=True, train=True, device='cpu', compile=True)
+    finally:
+        torch._dynamo.reset()
+    assert counter.frame_count == 1 and row['spec'] == f'{CLS} (compiled)'
+    assert row['ms'] > 0 and row['first_step_s'] > 0 and row['saved_mib'] > 0
+
+
+def test_benchmark_compile_puts_each_compiled_case_below_its_eager_case():
+    """The command line with ``--compile``: one eager and one compiled row per config, in that order, with the
+    first (compiling) step's time; torch.compile is switched off in the children (TORCHDYNAMO_DISABLE) to keep
+    this fast, which the test above does not need."""
+    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', CLS, '--sizes', '64',
+                             '--backbone-only', '--repeats', '1', '--compile'], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, 'TORCHDYNAMO_DISABLE': '1'})
+    assert result.returncode == 0, result.stderr[-2000:]
+    header, _, *rows = (line.strip('|').split('|') for line in result.stdout.strip().splitlines())
+    rows = [{name.strip(): value.strip() for name, value in zip(header, row)} for row in rows]
+    assert [row['config'] for row in rows] == [f'`{CLS}`', f'`{CLS} (compiled)`']
+    assert all(float(row['first step s']) >= 0 and float(row['ms / step']) > 0 for row in rows)
 
 
 def test_attention_benchmark_divides_every_row_by_the_bidirectional_row(monkeypatch, capsys):

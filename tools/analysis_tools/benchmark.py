@@ -1,7 +1,7 @@
 """Time and memory of one or more configs' models side by side, every case in a fresh process (CPU or CUDA).
 
     python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512 800x1216] [--batch 1] [--repeats 3]
-        [--rounds 1] [--backbone-only] [--train] [--amp] [--device cpu|cuda]
+        [--rounds 1] [--backbone-only] [--train] [--amp] [--compile] [--device cpu|cuda]
 
 A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1k.py``) or either with overrides
 after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
@@ -18,7 +18,9 @@ count, with ratios to the first config at the same size, as a Markdown table. ``
 kernels; bf16 needs no loss scaling); without it everything is fp32. ``--rounds R`` measures every case R times,
 round-robin over the cases (each run a fresh process), and reports the median of the rounds with the range of the
 step time: on a shared or thermally throttled CPU the speed drifts by several percent over minutes, and
-interleaved rounds see the same drift in every config. Example (the CaiT README's table)::
+interleaved rounds see the same drift in every config. ``--compile`` measures every case a second time with the
+model under ``torch.compile`` (default backend: inductor), in the row below it (``first step s``: the warm-up step,
+which compiles, then the timed steps reuse the graphs). Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
@@ -97,19 +99,20 @@ def parse_size(text: str) -> Tuple[int, int]:
 
 
 def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool, train: bool, device: str,
-            amp: bool = False) -> dict:
-    """One case (see the module docstring); ``size`` is ``S`` or ``HxW``."""
+            amp: bool = False, compile: bool = False) -> dict:
+    """One case (see the module docstring); ``size`` is ``S`` or ``HxW``; ``compile``: under ``torch.compile``."""
     torch.manual_seed(0)
-    model = build_model(spec, backbone_only).to(device)
-    model.train(train)  # not chained: some upstream backbones' train() returns None
-    params = sum(p.numel() for p in model.parameters())
+    module = build_model(spec, backbone_only).to(device)
+    module.train(train)  # not chained: some upstream backbones' train() returns None
+    params = sum(p.numel() for p in module.parameters())
+    model = torch.compile(module) if compile else module
     images = torch.randn(batch, 3, *parse_size(size), device=device)
 
     def step() -> None:
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
             if train:
                 sum(out.float().square().mean() for out in _outputs(model, images, backbone_only)).backward()
-                model.zero_grad(set_to_none=True)
+                module.zero_grad(set_to_none=True)
             else:
                 with torch.no_grad():
                     _outputs(model, images, backbone_only)
@@ -121,7 +124,9 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
         before = torch.cuda.memory_allocated()
     else:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    step()  # warm-up; its peak is the peak of every step
+    start = time.perf_counter()
+    step()  # warm-up (and compilation); its peak is the peak of every step
+    first_step = time.perf_counter() - start
     peak = torch.cuda.max_memory_allocated() if device == 'cuda' else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     times = []
@@ -130,11 +135,12 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
         step()
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
-    row = dict(spec=spec, size=size, batch=batch, params=params, images_per_s=batch / seconds, ms=seconds * 1e3,
-               peak_mib=peak / 2**20, activation_mib=(peak - before) / 2**20)
+    row = dict(spec=f'{spec} (compiled)' if compile else spec, size=size, batch=batch, params=params,
+               images_per_s=batch / seconds, ms=seconds * 1e3, first_step_s=first_step, peak_mib=peak / 2**20,
+               activation_mib=(peak - before) / 2**20)
     if train:  # after the timed steps: this forward's graph leaves the peak above untouched
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
-            row['saved_mib'] = saved_for_backward(model, lambda: _outputs(model, images, backbone_only)) / 2**20
+            row['saved_mib'] = saved_for_backward(module, lambda: _outputs(model, images, backbone_only)) / 2**20
     return row
 
 
@@ -155,15 +161,18 @@ def table(rows: List[dict]) -> str:
     firsts: Dict[str, dict] = {}
     saved = 'saved_mib' in rows[0]
     spread = any(row.get('rounds', 1) > 1 for row in rows)
+    compiled = any(row['spec'].endswith(' (compiled)') for row in rows)
     lines = ['| config | size | params (M) | images/s | ms / step | ' + ('ms range | ' if spread else '')
+             + ('first step s | ' if compiled else '')
              + 'peak MiB | activation MiB | ' + ('saved MiB | ' if saved else '') + 'time x | activation x |'
              + (' saved x |' if saved else ''),
-             '|---' * (9 + 2 * saved + spread) + '|']
+             '|---' * (9 + 2 * saved + spread + compiled) + '|']
     for row in rows:
         first = firsts.setdefault(row['size'], row)
         activation_ratio = row['activation_mib'] / max(first['activation_mib'], 1e-9)
         line = (f'| `{row["spec"]}` | {row["size"]} | {row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
                 f'{row["ms"]:.0f} | ' + (f'{row["ms_min"]:.0f}-{row["ms_max"]:.0f} | ' if spread else '')
+                + (f'{row["first_step_s"]:.1f} | ' if compiled else '')
                 + f'{row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | ')
         line += f'{row["saved_mib"]:.1f} | ' if saved else ''
         line += f'{row["ms"] / first["ms"]:.2f} | {activation_ratio:.2f} |'
@@ -184,6 +193,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--backbone-only', action='store_true', help='measure model.backbone only')
     parser.add_argument('--train', action='store_true', help='forward + backward in training mode')
     parser.add_argument('--amp', action='store_true', help='bfloat16 autocast (default: fp32)')
+    parser.add_argument('--compile', action='store_true',
+                        help='also measure every case under torch.compile (a row below the eager one)')
     parser.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
     parser.add_argument('--single', action='store_true', help=argparse.SUPPRESS)  # one case, in a child process
     args = parser.parse_args()
@@ -201,20 +212,21 @@ def main() -> None:
     args = parse_args()
     flags = [*(['--backbone-only'] if args.backbone_only else []), *(['--train'] if args.train else []),
              *(['--amp'] if args.amp else [])]
-    if args.single:
+    if args.single:  # --compile: this case under torch.compile
         print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
-                                 args.train, args.device, args.amp)))
+                                 args.train, args.device, args.amp, args.compile)))
         return
-    cases = [((size_index, index), size, spec) for size_index, size in enumerate(args.sizes)
-             for index, spec in enumerate(args.configs)]
-    runs: Dict[Tuple[int, int], List[dict]] = {case: [] for case, _, _ in cases}  # a config or size may repeat
+    cases = [((size_index, index, compiled), size, spec) for size_index, size in enumerate(args.sizes)
+             for index, spec in enumerate(args.configs) for compiled in (False, True)[:1 + args.compile]]
+    runs: Dict[Tuple[int, int, bool], List[dict]] = {case: [] for case, _, _ in cases}  # a config may repeat
     failures = []
     for completed_rounds in range(args.rounds):
         for case, size, spec in cases:
             if len(runs[case]) < completed_rounds:  # it failed in an earlier round
                 continue
             child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch',
-                                    str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags],
+                                    str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags,
+                                    *(['--compile'] if case[2] else [])],
                                    capture_output=True, text=True)
             if child.returncode:  # report it and go on: the other cases' measurements stay useful
                 failures.append(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')

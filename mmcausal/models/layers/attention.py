@@ -28,7 +28,7 @@ under :func:`explicit_attention_mode`; nothing needs to patch a model.
 import functools
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -41,31 +41,52 @@ from .context import TokenLayout
 from .rope import rotate_pairs, rotate_pairs_into, rotation_table
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
+#: a soft-mask rate: a float, or a 0-dim tensor holding a rate strictly between 0 and 1 (what a compiled
+#: :class:`SelfAttention` passes, so that a new rate is a new input value rather than a new graph)
+Alpha = Union[float, Tensor]
 
 
 class AttentionConfigError(UserInputError, ValueError):
     """An invalid attention setting in a config (unknown ``mask_mode``, ``embed_dims`` not divisible by heads)."""
 
 
-@functools.lru_cache(maxsize=4)
-def soft_causal_weights(num_tokens: int, alpha: float, device: torch.device,
+def soft_causal_weights(num_tokens: int, alpha: Alpha, device: torch.device,
                         dtype: torch.dtype = torch.float32) -> Tensor:
     """iLLaMA soft mask ``S = alpha * 1 + (1 - alpha) * tril`` (paper Eq. 2), shape ``(N, N)``.
 
-    Cached: every block of a forward pass asks for the same ``(N, alpha)``; treat the result as read-only.
-    Built outside inference mode so a table first made under ``torch.inference_mode`` still serves training.
+    A float ``alpha`` is cached: every block of a forward pass asks for the same ``(N, alpha)``; treat the result as
+    read-only. A tensor ``alpha`` (0-dim; a compiled :class:`SelfAttention`'s rate) is read at every call.
     """
+    if isinstance(alpha, Tensor):
+        return _soft_causal_weights(num_tokens, alpha, device, dtype)
+    return _cached_soft_causal_weights(num_tokens, alpha, device, dtype)
+
+
+def soft_causal_logit_bias(num_tokens: int, alpha: Alpha, device: torch.device,
+                           dtype: torch.dtype = torch.float32) -> Tensor:
+    """Additive bias ``log S``: 0 on and below the diagonal, ``log(alpha)`` above it, shape ``(N, N)`` (cached for a
+    float ``alpha``, as :func:`soft_causal_weights`)."""
+    if isinstance(alpha, Tensor):
+        return _soft_causal_weights(num_tokens, alpha, device, dtype).log()
+    return _cached_soft_causal_logit_bias(num_tokens, alpha, device, dtype)
+
+
+def _soft_causal_weights(num_tokens: int, alpha: Alpha, device: torch.device, dtype: torch.dtype) -> Tensor:
+    tril = torch.ones(num_tokens, num_tokens, device=device, dtype=dtype).tril()
+    return alpha + (1. - alpha) * tril
+
+
+# Built outside inference mode so a table first made under ``torch.inference_mode`` still serves training.
+@functools.lru_cache(maxsize=4)
+def _cached_soft_causal_weights(num_tokens: int, alpha: float, device: torch.device, dtype: torch.dtype) -> Tensor:
     with torch.inference_mode(False):
-        tril = torch.ones(num_tokens, num_tokens, device=device, dtype=dtype).tril()
-        return alpha + (1. - alpha) * tril
+        return _soft_causal_weights(num_tokens, alpha, device, dtype)
 
 
 @functools.lru_cache(maxsize=4)
-def soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.device,
-                           dtype: torch.dtype = torch.float32) -> Tensor:
-    """Additive bias ``log S``: 0 on and below the diagonal, ``log(alpha)`` above it, shape ``(N, N)``."""
+def _cached_soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.device, dtype: torch.dtype) -> Tensor:
     with torch.inference_mode(False):
-        return soft_causal_weights(num_tokens, alpha, device, dtype).log()
+        return _cached_soft_causal_weights(num_tokens, alpha, device, dtype).log()
 
 
 @functools.lru_cache(maxsize=4)
@@ -80,7 +101,7 @@ def soft_mask_key_bias(num_tokens: int, device: torch.device, dtype: torch.dtype
         return torch.zeros(visible.shape, device=device, dtype=dtype).masked_fill_(~visible, float('-inf'))
 
 
-def soft_mask_attention(q: Tensor, k: Tensor, v: Tensor, alpha: float, attn_bias: Optional[Tensor] = None) -> Tensor:
+def soft_mask_attention(q: Tensor, k: Tensor, v: Tensor, alpha: Alpha, attn_bias: Optional[Tensor] = None) -> Tensor:
     """iLLaMA Eq. 2 ``(softmax(q k^T / sqrt(d) + bias) * (alpha + (1 - alpha) * tril)) v`` through SDPA.
 
     Row ``t`` of the product is ``sum_{s<=t} P_ts v_s + alpha * sum_{s>t} P_ts v_s`` with ``P`` normalised over
@@ -186,11 +207,12 @@ def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None,
     The three stay token-major in memory, so SDPA's output is token-major too and merging the heads for the output
     projection is a view, not a copy kept for backward. With RoPE, backward keeps 3 widths per token for q, k, v,
     not the rotated q, k plus the 3-wide fused output. Constant angles go through :class:`_RotatedHeads`; angles
-    that need a gradient (learnable frequencies) through autograd's composition of :func:`rotate_pairs`.
+    that need a gradient (learnable frequencies), and every call under ``torch.compile`` (which fuses the real
+    rotation itself), through autograd's composition of :func:`rotate_pairs`.
     """
     if rope_angles is None:
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)
-    if not (rope_angles.requires_grad and torch.is_grad_enabled()):
+    if not (rope_angles.requires_grad and torch.is_grad_enabled() or torch.compiler.is_compiling()):
         return _RotatedHeads.apply(qkv, (rotation_table(rope_angles) if rotation is None else rotation).unsqueeze(-2))
     qk, v = qkv.split((2, 1), dim=2)
     q, k = rotate_pairs(qk, rope_angles.unsqueeze(-2).unsqueeze(-2)).permute(2, 0, 3, 1, 4).unbind(0)
@@ -233,9 +255,10 @@ class _RotatedHeads(torch.autograd.Function):
         return grad_qkv, None
 
 
-def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: float = 0.,
+def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: Alpha = 0.,
                      attn_bias: Optional[Tensor] = None, probe: Optional[nn.Module] = None) -> Tensor:
-    """Dispatch ``(B, heads, N, head_dim)`` q/k/v to the fastest path that implements ``mask_mode`` at ``alpha``.
+    """Dispatch ``(B, heads, N, head_dim)`` q/k/v to the fastest path that implements ``mask_mode`` at ``alpha``
+    (a float, or a 0-dim tensor strictly between 0 and 1, see :data:`Alpha`).
 
     ``attn_bias`` (broadcastable to ``(B, heads, Nq, Nk)``) is added to the logits in every mode: a float bias
     (e.g. a learnable decay ``lambda_h (t - s)``) or a boolean mask (True = attend; window padding). Bidirectional
@@ -244,10 +267,11 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: flo
     """
     explicit = probe is not None and explicit_attention_requested()
     post_softmax_weights = None
-    if mask_mode == 'bidirectional' or alpha >= 1.:
+    soft = isinstance(alpha, Tensor) or 0. < alpha < 1.
+    if mask_mode == 'bidirectional' or not soft and alpha >= 1.:
         logit_bias = attn_bias
     elif mask_mode == 'causal':
-        if alpha <= 0. and attn_bias is None and not explicit:
+        if not soft and attn_bias is None and not explicit:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         logit_bias = merge_bias(soft_causal_logit_bias(q.shape[-2], alpha, q.device, q.dtype), attn_bias)
     elif not explicit:
@@ -274,7 +298,8 @@ class SelfAttention(nn.Module):
         mask_mode: one of :data:`MASK_MODES` (see module docstring).
 
     Attributes:
-        soft_mask_rate: ``alpha`` in ``[0, 1]``, set at runtime (by the backbone or a hook).
+        soft_mask_rate: ``alpha`` in ``[0, 1]``, set at runtime (by the backbone or a hook); mirrored in the
+            non-persistent 0-dim buffer ``soft_mask_alpha`` that compiled code reads.
         attn_probe: :class:`AttentionProbe` (read the weights under :func:`explicit_attention_mode`).
     """
 
@@ -286,10 +311,31 @@ class SelfAttention(nn.Module):
         self.num_heads = num_heads
         self.head_dim = embed_dims // num_heads
         self.mask_mode = check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)
+        self.register_buffer('soft_mask_alpha', torch.zeros(()), persistent=False)
         self.soft_mask_rate = 0.
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
         self.attn_probe = AttentionProbe()
+
+    @property
+    def soft_mask_rate(self) -> float:
+        """``alpha`` in ``[0, 1]``; set between iterations by the backbone or a hook."""
+        return self._soft_mask_rate
+
+    @soft_mask_rate.setter
+    def soft_mask_rate(self, alpha: float) -> None:
+        self._soft_mask_rate = float(alpha)
+        self._soft_mask_soft = 0. < alpha < 1.
+        with torch.no_grad():
+            self.soft_mask_alpha.fill_(alpha)
+
+    def _alpha(self) -> Alpha:
+        """The rate for :func:`masked_attention`: the float in eager code (its tables are cached per value). Under
+        ``torch.compile`` a rate strictly between 0 and 1 is the 0-dim buffer ``soft_mask_alpha``, a graph input, so
+        a new rate every iteration reuses the graph (the compiler guards only on whether the rate is soft)."""
+        if torch.compiler.is_compiling() and self._soft_mask_soft:
+            return self.soft_mask_alpha
+        return self._soft_mask_rate
 
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         """``x`` ``(B, N, D)`` -> ``(B, N, D)``, rotated by the layout's sequence angles (if any)."""
@@ -309,7 +355,7 @@ class SelfAttention(nn.Module):
         batch, num_tokens, embed_dims = x.shape
         q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
                               rotation)
-        out = masked_attention(q, k, v, self.mask_mode, self.soft_mask_rate, attn_bias, probe=self.attn_probe)
+        out = masked_attention(q, k, v, self.mask_mode, self._alpha(), attn_bias, probe=self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
 
     def extra_repr(self) -> str:

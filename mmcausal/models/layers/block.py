@@ -1,6 +1,6 @@
 """The pre-norm residual block that every mmcausal transformer backbone stacks, composed from a token mixer and
 an optional feed-forward network given to it."""
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import torch
 from mmcv.cnn.bricks import drop
@@ -18,24 +18,53 @@ class DropPath(drop.DropPath):
     """mmcv's stochastic depth (same ``drop_prob`` attribute and random draws): ``x * floor(keep + u) / keep`` with
     one ``u ~ U[0, 1)`` per sample. :meth:`residual` adds it to the residual stream in one pass (``addcmul``, with
     ``1 / keep`` applied in the op's compute precision, so bf16 is rounded once per element as in mmcv); mmcv
-    divides, multiplies and then the block adds: three activation-sized passes forward and two backward."""
+    divides, multiplies and then the block adds: three activation-sized passes forward and two backward.
+
+    ``drop_prob`` is mirrored in the non-persistent 0-dim buffer ``keep_prob`` (``1 - drop_prob``), which compiled
+    code reads: a scheduled rate then changes an input value, not the graph (the compiler guards only on whether
+    anything is dropped)."""
+
+    def __init__(self, drop_prob: float = 0.1) -> None:
+        nn.Module.__init__(self)  # mmcv's __init__ only sets drop_prob, whose setter needs the buffer first
+        self.register_buffer('keep_prob', torch.ones(()), persistent=False)
+        self.drop_prob = drop_prob
+
+    @property
+    def drop_prob(self) -> float:
+        """Probability of dropping a sample's branch, in ``[0, 1)``; may change between iterations."""
+        return self._drop_prob
+
+    @drop_prob.setter
+    def drop_prob(self, rate: float) -> None:
+        self._drop_prob = float(rate)
+        self._drops = rate > 0.
+        with torch.no_grad():
+            self.keep_prob.fill_(1. - rate)
+
+    def _keep(self) -> Union[float, Tensor]:
+        """``1 - drop_prob``: the float in eager code (mmcv's arithmetic), the buffer under ``torch.compile``."""
+        return self.keep_prob if torch.compiler.is_compiling() else 1. - self._drop_prob
 
     def keep_mask(self, x: Tensor) -> Optional[Tensor]:
         """``(B, 1, ...)`` per-sample ``floor(keep + u)`` (1 = keep, 0 = drop), or None when nothing is dropped."""
-        if self.drop_prob == 0. or not self.training:
+        if not self._drops or not self.training:
             return None
         shape = (x.shape[0], ) + (1, ) * (x.dim() - 1)
-        return (1. - self.drop_prob + torch.rand(shape, dtype=x.dtype, device=x.device)).floor_()
+        return (self._keep() + torch.rand(shape, dtype=x.dtype, device=x.device)).floor_()
 
     def forward(self, x: Tensor) -> Tensor:
         mask = self.keep_mask(x)
-        return x if mask is None else (x * mask).mul_(1. / (1. - self.drop_prob))
+        return x if mask is None else (x * mask).mul_(1. / self._keep())
 
     def residual(self, identity: Tensor, branch: Tensor) -> Tensor:
         """``identity + self(branch)`` in one pass."""
         mask = self.keep_mask(branch)
-        return identity + branch if mask is None else torch.addcmul(identity, branch, mask,
-                                                                     value=1. / (1. - self.drop_prob))
+        if mask is None:
+            return identity + branch
+        keep = self._keep()
+        if isinstance(keep, Tensor):
+            return torch.addcmul(identity, branch, mask / keep)
+        return torch.addcmul(identity, branch, mask, value=1. / keep)
 
 
 class TransformerBlock(BaseModule):

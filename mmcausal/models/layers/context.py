@@ -52,8 +52,9 @@ class TokenLayout:
 
     def rope_rotation(self) -> Optional[Tensor]:
         """``exp(i * angles)`` of the sequence angles, made once per forward and shared by every block (each
-        block's backward then keeps the same table); None without RoPE or when the angles need a gradient
-        (learnable frequencies rotate through autograd)."""
-        if self.angles is None or (self.angles.requires_grad and torch.is_grad_enabled()):
+        block's backward then keeps the same table); None without RoPE, when the angles need a gradient
+        (learnable frequencies rotate through autograd) and under ``torch.compile`` (it rotates in real arithmetic)."""
+        if self.angles is None or (self.angles.requires_grad and torch.is_grad_enabled()) or \
+                torch.compiler.is_compiling():
             return None
         return self.memo('rope_rotation', lambda: rotation_table(self.angles))

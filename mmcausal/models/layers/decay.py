@@ -50,10 +50,20 @@ class LearnableDecay(nn.Module):
 
     def bias(self, length: int, decay_scale: float = 1.) -> Tensor:
         """``(heads, L, L)`` fp32 logit bias ``lambda_h (t - s)``, ``-inf`` above the diagonal (causal)."""
-        steps = torch.arange(length, device=self.log_rate.device, dtype=torch.float32)
-        distance = steps[:, None] - steps[None, :]
-        bias = self.rates(decay_scale)[:, None, None] * distance
-        return bias.masked_fill(distance < 0, float('-inf'))
+        return decay_bias(self.rates(decay_scale), length)
+
+
+def decay_bias(rates: Tensor, length: int) -> Tensor:
+    """``(heads, L, L)`` logit bias ``lambda_h (t - s)`` of ``rates`` ``(heads,)``, ``-inf`` above the diagonal."""
+    steps = torch.arange(length, device=rates.device, dtype=torch.float32)
+    distance = steps[:, None] - steps[None, :]
+    return (rates[:, None, None] * distance).masked_fill(distance < 0, float('-inf'))
+
+
+@torch.compiler.assume_constant_result
+def float32_matmul_precision() -> str:
+    """``torch.get_float32_matmul_precision()``; a compiled graph takes the value it had at compile time."""
+    return torch.get_float32_matmul_precision()
 
 
 def _pad_last(x: Tensor, width: int, value: Optional[Tensor] = None) -> Tensor:
@@ -87,6 +97,14 @@ def folded_decay_attention(q: Tensor, k: Tensor, v: Tensor, rates: Tensor) -> Te
     return out[..., :head_dim]
 
 
+def biased_decay_attention(q: Tensor, k: Tensor, v: Tensor, rates: Tensor,
+                           probe: Optional[nn.Module] = None) -> Tensor:
+    """The same attention as :func:`folded_decay_attention` with the decay as a ``(heads, N, N)`` float bias (which
+    holds the causal ``-inf`` too) through :func:`masked_attention`: O(heads N^2) memory, any dtype and decay."""
+    return masked_attention(q, k, v.contiguous(), 'bidirectional', attn_bias=decay_bias(rates, q.shape[-2]).to(q.dtype),
+                            probe=probe)
+
+
 class DecayAttention(nn.Module):
     """De-focus ViT attention (notes B2's reading of Eq. 8): ``(B, N, D) -> (B, N, D)``, strictly causal.
 
@@ -97,8 +115,9 @@ class DecayAttention(nn.Module):
     Paths: fp64 inputs, and fp32 inputs under ``torch.get_float32_matmul_precision() == 'highest'`` (the default),
     take :func:`folded_decay_attention` (SDPA's causal kernel, O(N) memory) while ``|lambda| (N - 1) <= FOLD_LIMIT``.
     Otherwise (bf16/fp16 autocast, reduced-precision fp32 matmuls, decays stronger than the limit) the
-    ``(heads, N, N)`` float bias goes to SDPA, which keeps O(heads N^2) for the bias; under
-    :func:`~mmcausal.models.layers.explicit_attention_mode` the explicit path feeds ``attn_probe``.
+    ``(heads, N, N)`` float bias goes to SDPA (:func:`biased_decay_attention`), which keeps O(heads N^2) for the bias;
+    under :func:`~mmcausal.models.layers.explicit_attention_mode` the explicit path feeds ``attn_probe``. The limit is
+    read from the device only after the rates changed (see :meth:`_within_fold_limit`, also for ``torch.compile``).
 
     Args:
         embed_dims: ``D``.
@@ -117,16 +136,34 @@ class DecayAttention(nn.Module):
         self.rope = LearnableRoPE(self.head_dim, pairing='paired')
         self.decay = LearnableDecay(num_heads)
         self.attn_probe = AttentionProbe()
+        self._fold_checked_for: Optional[tuple] = None  # the rates' identity, version, scale and length last checked
+        self._fold_checked_within = True  # their result (compiled code reads it, see _within_fold_limit)
 
-    def _foldable(self, q: Tensor, rates: Tensor) -> bool:
+    def _fold_precise(self, q: Tensor) -> bool:
+        """Whether the fold's fp32 error bound holds for ``q``'s dtype and matmul precision (and no probe reads)."""
         if explicit_attention_requested():
             return False
         if q.dtype == torch.float32:
-            if torch.get_float32_matmul_precision() != 'highest':
-                return False
-        elif q.dtype != torch.float64:
-            return False
-        return rates.detach().abs().max().item() * (q.shape[-2] - 1) <= FOLD_LIMIT
+            return float32_matmul_precision() == 'highest'
+        return q.dtype == torch.float64
+
+    def _within_fold_limit(self, rates: Tensor, decay_scale: float, length: int) -> bool:
+        """``|lambda| (N - 1) <= FOLD_LIMIT``, read from the device only when the rates changed since the last
+        check (an optimizer step, a load, a new ``decay_scale`` or length): no host sync per forward at fixed
+        weights (inference, evaluation, the micro-batches of one accumulated step).
+
+        Under ``torch.compile`` the result of the last eager check (True before any), a Python value the compiled
+        graph is guarded on: a compiled run does not see its own rates cross the limit (an eager forward, e.g. a
+        validation outside the compiled ``train_step``, checks again and the next compiled call recompiles). Past the
+        limit the fold stays exact math, its fp32 logit error grows as ``|lambda| N 2^-24``."""
+        if torch.compiler.is_compiling():  # a branch on a device value would break the graph
+            return self._fold_checked_within
+        log_rate = self.decay.log_rate
+        key = (id(log_rate), log_rate.data_ptr(), log_rate._version, decay_scale, length)
+        if key != self._fold_checked_for:
+            self._fold_checked_for = key
+            self._fold_checked_within = rates.detach().abs().max().item() * (length - 1) <= FOLD_LIMIT
+        return self._fold_checked_within
 
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         position_scale = layout.position_scale if layout is not None else 1.
@@ -135,11 +172,10 @@ class DecayAttention(nn.Module):
         q, k, v = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = self.rope(q, k, position_scale=position_scale)
         rates = self.decay.rates(decay_scale)
-        if self._foldable(q, rates):
+        if self._fold_precise(q) and self._within_fold_limit(rates, decay_scale, length):
             out = folded_decay_attention(q, k, v, rates.to(q.dtype))
-        else:  # the bias holds the causal -inf itself
-            out = masked_attention(q, k, v.contiguous(), 'bidirectional',
-                                   attn_bias=self.decay.bias(length, decay_scale).to(q.dtype), probe=self.attn_probe)
+        else:
+            out = biased_decay_attention(q, k, v, rates, self.attn_probe)
         return self.proj(out.transpose(1, 2).reshape(batch, length, embed_dims))
 
     def extra_repr(self) -> str:

@@ -53,7 +53,13 @@ class SwiGLUFFN(_UpstreamSwiGLUFFN):
     """
 
     def forward(self, x: Tensor, identity: Tensor | None = None) -> Tensor:
-        out = self.dropout_layer(self.gamma2(self.w3(self.norm(_SiLUGate.apply(self.w12(x))))))
+        hidden = self.w12(x)
+        if torch.compiler.is_compiling():  # the compiler fuses the gate and plans what backward keeps itself
+            gate, up = hidden.chunk(2, dim=-1)
+            gated = F.silu(gate) * up
+        else:
+            gated = _SiLUGate.apply(hidden)
+        out = self.dropout_layer(self.gamma2(self.w3(self.norm(gated))))
         if self.out_dims != self.embed_dims or not self.add_identity:
             return out
         return (x if identity is None else identity) + out

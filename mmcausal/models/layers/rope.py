@@ -45,11 +45,25 @@ def rotate_pairs(x: Tensor, angles: Tensor) -> Tensor:
     """``(x0, x1) -> (x0 cos a - x1 sin a, x0 sin a + x1 cos a)`` for every channel pair of ``x`` ``(..., d)``,
     with ``angles`` broadcastable to ``(..., d // 2)`` (any token layout).
 
-    One complex product ``(x0 + i x1) * exp(i a)`` in (at least) fp32, cast back to ``x.dtype``; with fixed angles
-    backward keeps only the ``exp(i a)`` table, never a copy of ``x``. Differentiable in ``x`` and ``angles``.
+    Eager: one complex product ``(x0 + i x1) * exp(i a)`` in (at least) fp32, cast back to ``x.dtype``; with fixed
+    angles backward keeps only the ``exp(i a)`` table, never a copy of ``x``. Under ``torch.compile`` the same
+    rotation in real arithmetic (:func:`rotate_pairs_real`: complex views of real tensors do not trace, and the
+    compiler fuses the real form into one kernel). Differentiable in ``x`` and ``angles``.
     """
+    if torch.compiler.is_compiling():
+        return rotate_pairs_real(x, angles)
     pairs = complex_pairs(x.to(torch.promote_types(x.dtype, torch.float32)))
     return torch.view_as_real(pairs * rotation_table(angles)).flatten(-2).type_as(x)
+
+
+def rotate_pairs_real(x: Tensor, angles: Tensor, second_angles: Optional[Tensor] = None) -> Tensor:
+    """:func:`rotate_pairs` in real arithmetic: ``(x0 cos a - x1 sin a, x1 cos b + x0 sin b)`` per channel pair,
+    computed in (at least) fp32 and cast back to ``x.dtype``, with ``b = a`` (a rotation) unless ``second_angles``
+    gives the second member of each pair its own angle (:func:`apply_unpaired_rotary`)."""
+    x0, x1 = x.to(torch.promote_types(x.dtype, torch.float32)).unflatten(-1, (-1, 2)).unbind(-1)
+    cos, sin = angles.cos(), angles.sin()
+    cos1, sin1 = (cos, sin) if second_angles is None else (second_angles.cos(), second_angles.sin())
+    return torch.stack((x0 * cos - x1 * sin, x1 * cos1 + x0 * sin1), dim=-1).flatten(-2).type_as(x)
 
 
 def rotation_table(angles: Tensor) -> Tensor:
@@ -170,11 +184,10 @@ def apply_unpaired_rotary(x: Tensor, angles: Tensor) -> Tensor:
         angles: ``(L, K)`` fp32.
 
     Returns:
-        Tensor like ``x`` (computed in fp32).
+        Tensor like ``x`` (computed in at least fp32).
     """
-    cos, sin = (f(angles).unflatten(-1, (-1, 2)).unbind(-1) for f in (torch.cos, torch.sin))
-    x0, x1 = x.float().unflatten(-1, (-1, 2)).unbind(-1)
-    return torch.stack((x0 * cos[0] - x1 * sin[0], x1 * cos[1] + x0 * sin[1]), dim=-1).flatten(-2).type_as(x)
+    first, second = angles.unflatten(-1, (-1, 2)).unbind(-1)
+    return rotate_pairs_real(x, first, second)
 
 
 ROPE_PAIRINGS = ('unpaired', 'paired')

@@ -242,7 +242,8 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
     check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
     if impl == 'sequential':
         return sequential_selective_scan(u, delta, A, B, C)
-    kernel = mamba_ssm_kernel() if impl != 'chunked' else None
+    # only a CUDA scan looks for the kernel (an import attempt would also break a torch.compile graph)
+    kernel = mamba_ssm_kernel() if impl == 'mamba_ssm' or impl == 'auto' and u.is_cuda else None
     if impl == 'mamba_ssm' and kernel is None:
         raise ScanConfigError('scan_impl="mamba_ssm" needs mamba_ssm with its CUDA extension (pip install '
                               'mamba-ssm); use scan_impl="auto" to fall back to the pure PyTorch scan.')
