@@ -17,13 +17,13 @@ from PIL import Image
 from mmcausal.datasets.shapes import (
     ADE20K_CLASSES,
     SHAPE_CLASSES,
-    V2_LAYOUTS,
-    _circumradius,
     make_ade20k_like,
     make_coco_like,
     make_imagenet_like,
     polygon_mask,
 )
+from mmcausal.datasets.shapes.geometry import circumradius
+from mmcausal.datasets.shapes.style_v2 import LAYOUTS as V2_LAYOUTS
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CLI = osp.join(REPO_ROOT, 'tools', 'dataset_converters', 'make_shapes_datasets.py')
@@ -369,7 +369,7 @@ def test_v2_largest_shape_of_every_class_fits(layout):
     """A shape of the largest v2 size keeps its circumscribed disc inside the image, at any rotation."""
     largest = V2_LAYOUTS[layout].size[1]
     for shape in SHAPE_CLASSES:
-        assert _circumradius(shape, largest**2) < 0.5, (layout, shape)
+        assert circumradius(shape, largest**2) < 0.5, (layout, shape)
 
 
 def test_v2_imagenet_default_size(tmp_path):
@@ -379,7 +379,7 @@ def test_v2_imagenet_default_size(tmp_path):
 
 def test_v2_rejects_unknown_style(tmp_path):
     with pytest.raises(ValueError, match='style'):
-        make_coco_like(str(tmp_path), num_train=1, num_val=1, style='v3')
+        make_coco_like(str(tmp_path), num_train=1, num_val=1, style='v4')
 
 
 def test_v2_coco_statistics(tmp_path):
