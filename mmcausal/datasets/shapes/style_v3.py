@@ -37,7 +37,7 @@ MIN_CONTRAST = 80.  # grey levels between a fill's luma and the mean luma of the
 MAX_CONTRAST = 200.
 NOISE_STD = 12.
 OUTLINE_WIDTH = (1, 2)  # pixels, inclusive
-GAP = 3.0  # pixels between the circumscribed discs of two COCO shapes
+GAP = 6.0  # pixels between the circumscribed discs of two COCO shapes: their outlines (<= 2 px) never touch
 
 
 def colour_of_luma(rng: np.random.Generator, luma: float) -> np.ndarray:
@@ -75,10 +75,10 @@ def _paint(rng: np.random.Generator, image: np.ndarray, background: np.ndarray, 
     return PaintedShape(label, polygon, mask, border)
 
 
-def _render(rng: np.random.Generator, image_size: int, layout: str,
+def render(rng: np.random.Generator, image_size: int, layout: str,
             label: Optional[int] = None) -> Tuple[Image.Image, List[PaintedShape]]:
-    """Render an image of ``layout``: ``label`` fixes the class of one centred-ish shape (classification);
-    otherwise the layout's number of shapes, overlapping or apart (per :data:`OVERLAP`)."""
+    """Render an image of ``layout`` and its shapes: ``label`` fixes the class of one centred-ish shape
+    (classification); otherwise the layout's number of shapes, overlapping or apart (per :data:`OVERLAP`)."""
     polarity = 'light fill' if rng.random() < 0.5 else 'dark fill'
     level = rng.uniform(*BACKGROUND_LEVELS[polarity])
     ends = np.stack([colour_of_luma(rng, level + rng.uniform(-GRADIENT_SPREAD, GRADIENT_SPREAD)) for _ in range(2)])
@@ -97,10 +97,10 @@ def _render(rng: np.random.Generator, image_size: int, layout: str,
 
 def render_classification(rng: np.random.Generator, image_size: int, label: int) -> Image.Image:
     """Render one image with a single shape of class ``label`` near the centre."""
-    return _render(rng, image_size, 'imagenet', label)[0]
+    return render(rng, image_size, 'imagenet', label)[0]
 
 
 def render_scene(rng: np.random.Generator, image_size: int, layout: str) -> Tuple[Image.Image, List[PaintedShape]]:
     """Render the shapes of a segmentation (``'ade20k'``) or detection (``'coco'``) scene; each border is the
     drawn outline."""
-    return _render(rng, image_size, layout)
+    return render(rng, image_size, layout)
