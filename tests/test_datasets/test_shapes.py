@@ -17,13 +17,14 @@ from PIL import Image
 from mmcausal.datasets.shapes import (
     ADE20K_CLASSES,
     SHAPE_CLASSES,
-    V2_LAYOUTS,
-    _circumradius,
     make_ade20k_like,
     make_coco_like,
     make_imagenet_like,
     polygon_mask,
+    style_v3,
 )
+from mmcausal.datasets.shapes.geometry import circumradius
+from mmcausal.datasets.shapes.style_v2 import LAYOUTS as V2_LAYOUTS
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CLI = osp.join(REPO_ROOT, 'tools', 'dataset_converters', 'make_shapes_datasets.py')
@@ -369,7 +370,7 @@ def test_v2_largest_shape_of_every_class_fits(layout):
     """A shape of the largest v2 size keeps its circumscribed disc inside the image, at any rotation."""
     largest = V2_LAYOUTS[layout].size[1]
     for shape in SHAPE_CLASSES:
-        assert _circumradius(shape, largest**2) < 0.5, (layout, shape)
+        assert circumradius(shape, largest**2) < 0.5, (layout, shape)
 
 
 def test_v2_imagenet_default_size(tmp_path):
@@ -379,7 +380,7 @@ def test_v2_imagenet_default_size(tmp_path):
 
 def test_v2_rejects_unknown_style(tmp_path):
     with pytest.raises(ValueError, match='style'):
-        make_coco_like(str(tmp_path), num_train=1, num_val=1, style='v3')
+        make_coco_like(str(tmp_path), num_train=1, num_val=1, style='v4')
 
 
 def test_v2_coco_statistics(tmp_path):
@@ -433,3 +434,87 @@ def test_cli_style_v2(tmp_path):
     subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v2'], cwd=REPO_ROOT,
                    capture_output=True, text=True, check=True)
     assert load_json(str(out / 'coco' / 'shapes_meta.json'))['params']['style'] == 'v2'
+
+
+# ----------------------------------------------------------------------------------------------------
+# Style v3: either polarity, any rotation
+# ----------------------------------------------------------------------------------------------------
+LUMA = np.array([0.299, 0.587, 0.114])  # ITU-R 601 (Pillow's RGB -> L)
+
+
+def _band(mask: np.ndarray, inner: int, outer: int) -> np.ndarray:
+    """Pixels more than ``inner`` and at most ``outer`` 8-neighbour steps outside ``mask``."""
+    from scipy.ndimage import binary_dilation
+    square = np.ones((3, 3), bool)
+    return binary_dilation(mask, square, outer) & ~binary_dilation(mask, square, inner)
+
+
+def _v3_classification_samples(count: int):
+    """``(luma image, label, polygon)`` of ``count`` v3 classification images (64 px), before JPEG."""
+    samples = []
+    for index in range(count):
+        label = index % len(SHAPE_CLASSES)
+        image, (shape, ) = style_v3.render(np.random.default_rng([7, index]), 64, 'imagenet', label)
+        samples.append((np.asarray(image, float) @ LUMA, label, shape.polygon))
+    return samples
+
+
+def test_v3_classification_contrast_polarity_and_sizes():
+    """Fills differ from the background around them by >= 80 grey levels, light or dark at random for every
+    class; triangle circumradii 0.32-0.44 of the image; class-independent areas; any rotation."""
+    polarity = {label: [] for label in range(len(SHAPE_CLASSES))}
+    sizes = {label: [] for label in range(len(SHAPE_CLASSES))}
+    triangle_turns = []
+    for luma, label, polygon in _v3_classification_samples(160):
+        mask = polygon_mask(polygon, 64, 64)
+        inside = mask & ~_band(~mask, 0, 1)
+        contrast = luma[inside].mean() - luma[_band(mask, 3, 6)].mean()
+        assert 70 <= abs(contrast) <= 215, contrast  # 80-200 by design; noise (std 12) and the gradient's slope
+        polarity[label].append(contrast > 0)
+        sizes[label].append(np.sqrt(mask.sum()))
+        if SHAPE_CLASSES[label] == 'triangle':
+            radius = np.linalg.norm(polygon - polygon.mean(0), axis=1).max() / 64
+            assert 0.31 <= radius <= 0.445, radius
+            tip = polygon[0] - polygon.mean(0)
+            triangle_turns.append(np.degrees(np.arctan2(tip[1], tip[0]) - np.pi / 2) % 120)
+    for label in polarity:
+        assert 0.25 <= np.mean(polarity[label]) <= 0.75, (SHAPE_CLASSES[label], np.mean(polarity[label]))
+    mean_sizes = [np.mean(v) for v in sizes.values()]
+    assert max(mean_sizes) / min(mean_sizes) < 1.15
+    assert np.histogram(triangle_turns, bins=4, range=(0, 120))[0].min() >= 3  # not only near upright
+
+
+def test_v3_scene_counts_and_overlap():
+    """ADE20K: 1-4 shapes, overlapping in some scenes; COCO: 1-3 shapes kept apart, 0.12-0.24 of 128 px."""
+    ade = [style_v3.render_scene(np.random.default_rng([8, i]), 64, 'ade20k')[1] for i in range(80)]
+    counts = [len(shapes) for shapes in ade]
+    assert min(counts) == 1 and max(counts) == 4
+    assert any((a.fill & b.fill).any() for shapes in ade for a in shapes for b in shapes if a is not b)
+    coco = [style_v3.render_scene(np.random.default_rng([9, i]), 128, 'coco')[1] for i in range(80)]
+    assert {len(shapes) for shapes in coco} == {1, 2, 3}
+    for shapes in coco:
+        grown = [_dilate(s.fill | s.border, 1) for s in shapes]
+        assert np.stack(grown).sum(0).max() == 1, 'shapes (with their outlines) touch'
+        for shape in shapes:
+            side = np.sqrt(shape.fill.sum()) / 128
+            assert 0.10 <= side <= 0.26, side
+
+
+@pytest.mark.parametrize('name', sorted(SMALL))
+def test_v3_is_deterministic_and_independent_of_v1_and_v2(tmp_path, name):
+    make, kwargs = SMALL[name]
+    trees = {}
+    for style in ('v3', 'v3_again', 'v2', 'v1'):
+        make(str(tmp_path / style), style=style.split('_')[0], **kwargs)
+        trees[style] = read_tree(str(tmp_path / style))
+    assert trees['v3'] == trees['v3_again']
+    assert load_json(str(tmp_path / 'v3' / 'shapes_meta.json'))['params']['style'] == 'v3'
+    images = [p for p in trees['v3'] if p.lower().endswith(('.jpg', '.jpeg'))]
+    assert images and all(trees['v3'][p] != trees[other][p] for p in images for other in ('v1', 'v2'))
+
+
+def test_cli_style_v3(tmp_path):
+    out = tmp_path / 'shapes'
+    subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'imagenet', '--style', 'v3'], cwd=REPO_ROOT,
+                   capture_output=True, text=True, check=True)
+    assert load_json(str(out / 'imagenet' / 'shapes_meta.json'))['params']['style'] == 'v3'

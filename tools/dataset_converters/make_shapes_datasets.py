@@ -3,16 +3,16 @@
 Usage, from the repository root::
 
     python tools/dataset_converters/make_shapes_datasets.py --out data/shapes [--seed 0] \
-        [--which imagenet ade20k coco] [--style v1|v2]
+        [--which imagenet ade20k coco] [--style v1|v2|v3]
 
 writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of
-:mod:`mmcausal.datasets.shapes`. ``--style v2`` draws the independent second style (gradient
-backgrounds, any colours, outlines, 1-3 separated shapes; see the module docstring). Datasets already generated
-with the same parameters are left as they are.
+:mod:`mmcausal.datasets.shapes`. ``--style v2`` / ``v3`` draw the independent second and third
+styles (see :mod:`mmcausal.datasets.shapes.styles`). Datasets already generated with the same parameters are left
+as they are.
 
-The generator module is loaded from its file with :mod:`importlib` instead of ``import mmcausal...``:
+The generator package is loaded from its folder with :mod:`importlib` instead of ``import mmcausal...``:
 importing the package runs ``mmcausal/__init__.py``, which imports torch and the OpenMMLab libraries.
-Loading the file alone needs only numpy and Pillow, so this script also works in a minimal environment
+Loading the package alone needs only numpy and Pillow, so this script also works in a minimal environment
 and from any working directory.
 """
 import argparse
@@ -22,14 +22,19 @@ import sys
 from types import ModuleType
 from typing import List, Optional
 
-SHAPES_FILE = osp.join(osp.dirname(osp.abspath(__file__)), '..', '..', 'mmcausal', 'datasets', 'shapes.py')
+SHAPES_DIR = osp.normpath(osp.join(osp.dirname(osp.abspath(__file__)), '..', '..', 'mmcausal', 'datasets', 'shapes'))
+STANDALONE_NAME = 'mmcausal_shapes_standalone'
 DATASETS = ('imagenet', 'ade20k', 'coco')
 
 
 def load_shapes_module() -> ModuleType:
-    """Load ``mmcausal/datasets/shapes.py`` by path, without running ``mmcausal/__init__.py``."""
-    spec = importlib.util.spec_from_file_location('mmcausal_shapes_standalone', osp.normpath(SHAPES_FILE))
+    """Load the package ``mmcausal/datasets/shapes`` by path, without running ``mmcausal/__init__.py``."""
+    if STANDALONE_NAME in sys.modules:
+        return sys.modules[STANDALONE_NAME]
+    spec = importlib.util.spec_from_file_location(STANDALONE_NAME, osp.join(SHAPES_DIR, '__init__.py'),
+                                                  submodule_search_locations=[SHAPES_DIR])
     module = importlib.util.module_from_spec(spec)
+    sys.modules[STANDALONE_NAME] = module  # its relative imports look the package up here
     spec.loader.exec_module(module)
     return module
 
@@ -41,8 +46,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
     parser.add_argument('--which', nargs='+', choices=DATASETS, default=list(DATASETS),
                         help='datasets to generate (default: all)')
-    parser.add_argument('--style', choices=('v1', 'v2'), default='v1',
-                        help='v1: the embedded data (default); v2: an independent draw with other statistics')
+    parser.add_argument('--style', choices=('v1', 'v2', 'v3'), default='v1',
+                        help='v1: the embedded data (default); v2, v3: independent draws with other statistics')
     return parser.parse_args(argv)
 
 
