@@ -23,11 +23,10 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
-def _make_shapes(root: Path, style: str, num_train_per_class: int = 100) -> Path:
-    """Write the three shapes datasets (ImageNet/ADE20K/COCO layouts) of ``style`` with their default sizes, but
-    ``num_train_per_class`` training images per class in the ImageNet layout."""
+def _make_shapes(root: Path, style: str) -> Path:
+    """Write the three shapes datasets (ImageNet/ADE20K/COCO layouts) of ``style`` with their default sizes."""
     from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
-    make_imagenet_like(str(root / 'imagenet'), style=style, num_train_per_class=num_train_per_class)
+    make_imagenet_like(str(root / 'imagenet'), style=style)
     make_ade20k_like(str(root / 'ade20k'), style=style)
     make_coco_like(str(root / 'coco'), style=style)
     return root
@@ -54,10 +53,3 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope='session')
-def shapes_v3_root(tmp_path_factory) -> Path:
-    """The independent third style (v3: either contrast polarity, any rotation) of the three datasets, generated once
-    per test session; 150 training images per class for classification (600 in all)."""
-    return _make_shapes(tmp_path_factory.mktemp('shapes_v3'), 'v3', num_train_per_class=150)
