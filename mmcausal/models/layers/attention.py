@@ -265,6 +265,7 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: Alp
     and causal attention with any bias stay on SDPA (``'official'`` at ``alpha < 1`` through
     :func:`soft_mask_attention`); only :func:`explicit_attention_mode` (with a ``probe``) takes the explicit path.
     """
+    check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)  # a Python check: no sync
     explicit = probe is not None and explicit_attention_requested()
     post_softmax_weights = None
     soft = isinstance(alpha, Tensor) or 0. < alpha < 1.

@@ -22,6 +22,7 @@ from mmcausal.models.layers import (
     rope_frequencies,
     split_heads,
 )
+from mmcausal.models.layers.attention import AttentionConfigError
 
 torch.manual_seed(0)
 
@@ -157,6 +158,16 @@ def test_soft_causal_rows_are_renormalised():
 def test_unknown_mask_mode_is_a_clear_error():
     with pytest.raises(ValueError, match='choose one of'):
         SelfAttention(32, 4, mask_mode='causal_soft')
+
+
+@pytest.mark.parametrize('alpha', [0., 0.5, 1.])
+def test_masked_attention_rejects_an_unknown_mask_mode(alpha):
+    """The functional entry point checks the mode itself (not only SelfAttention's constructor): a typo must not
+    run as the soft mask at any rate."""
+    q, k, v = _qkv()
+    with pytest.raises(AttentionConfigError, match=r"Unknown attention mask_mode 'causal_soft'; choose one of "
+                                                   r"\['bidirectional', 'causal', 'official'\]"):
+        masked_attention(q, k, v, 'causal_soft', alpha)
 
 
 def test_cached_soft_mask_built_in_inference_mode_still_trains():
