@@ -45,6 +45,7 @@ from ..layers import (
     TransformerBlock,
     WindowedAttention,
     build_norm_layer,
+    check_head_split,
     insert_cls_token,
     swiglu_hidden_dims,
 )
@@ -158,7 +159,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
 
         self._build_patch_embed(in_channels, patch_size, img_size)
         default_anchor = max(PRETRAIN_SIZE // patch_size, 1)
-        self.rope = GridRoPE(self.embed_dims // setting['num_heads'], mode=rope_mode,
+        self.rope = GridRoPE(check_head_split(self.embed_dims, setting['num_heads']), mode=rope_mode,
                              anchor=rope_anchor if rope_anchor is not None else default_anchor,
                              as2d_scaling=as2d_scaling, cls_rope=options['cls_rope'], theta=rope_theta,
                              requires_2d=bool(window_size))

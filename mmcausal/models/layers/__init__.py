@@ -1,8 +1,10 @@
 """Shared building blocks: one module per design axis (norm, FFN, attention, RoPE, tokens, position, layout)."""
 from .attention import (
     MASK_MODES,
+    AttentionConfigError,
     AttentionProbe,
     SelfAttention,
+    check_head_split,
     explicit_attention,
     explicit_attention_mode,
     explicit_attention_requested,
@@ -48,7 +50,8 @@ from .tokens import CLS_POSITIONS, insert_cls_token, split_cls_token, tokens_to_
 from .window import WindowedAttention, window_key_mask, window_partition, window_unpartition
 
 __all__ = [
-    'MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
+    'MASK_MODES', 'AttentionConfigError', 'AttentionProbe', 'SelfAttention', 'check_head_split', 'explicit_attention',
+    'explicit_attention_mode',
     'explicit_attention_requested', 'masked_attention', 'record_attention', 'soft_causal_logit_bias',
     'soft_causal_weights', 'TransformerBlock', 'TokenLayout', 'FFN', 'SwiGLUFFN', 'swiglu_hidden_dims',
     'build_norm_layer', 'resize_pos_embed', 'AS2D_SCALINGS', 'ROPE_MODES', 'GridRoPE', 'RopeConfigError',

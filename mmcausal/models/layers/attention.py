@@ -28,7 +28,7 @@ under :func:`explicit_attention_mode`; nothing needs to patch a model.
 import functools
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Type, Union
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,14 @@ Alpha = Union[float, Tensor]
 
 class AttentionConfigError(UserInputError, ValueError):
     """An invalid attention setting in a config (unknown ``mask_mode``, ``embed_dims`` not divisible by heads)."""
+
+
+def check_head_split(embed_dims: int, num_heads: int,
+                     error_cls: Type[UserInputError] = AttentionConfigError) -> int:
+    """``head_dim = embed_dims / num_heads`` of a multi-head mixer; ``error_cls`` (one line) if it is not whole."""
+    if num_heads < 1 or embed_dims % num_heads:
+        raise error_cls(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+    return embed_dims // num_heads
 
 
 def soft_causal_weights(num_tokens: int, alpha: Alpha, device: torch.device,
@@ -307,10 +315,8 @@ class SelfAttention(nn.Module):
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True,
                  mask_mode: str = 'causal') -> None:
         super().__init__()
-        if embed_dims % num_heads:
-            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        self.head_dim = check_head_split(embed_dims, num_heads)
         self.num_heads = num_heads
-        self.head_dim = embed_dims // num_heads
         self.mask_mode = check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)
         self.register_buffer('soft_mask_alpha', torch.zeros(()), persistent=False)
         self.soft_mask_rate = 0.
@@ -363,7 +369,8 @@ class SelfAttention(nn.Module):
         return f'num_heads={self.num_heads}, mask_mode={self.mask_mode!r}'
 
 
-__all__ = ['MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
+__all__ = ['MASK_MODES', 'AttentionConfigError', 'AttentionProbe', 'SelfAttention', 'check_head_split',
+           'explicit_attention', 'explicit_attention_mode',
            'explicit_attention_requested',
            'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias',
            'soft_mask_attention', 'soft_mask_key_bias', 'split_heads']

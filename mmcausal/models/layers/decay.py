@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import AttentionConfigError, AttentionProbe, explicit_attention_requested, masked_attention
+from .attention import AttentionProbe, check_head_split, explicit_attention_requested, masked_attention
 from .context import TokenLayout
 from .rope import LearnableRoPE
 
@@ -127,10 +127,8 @@ class DecayAttention(nn.Module):
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True) -> None:
         super().__init__()
-        if embed_dims % num_heads:
-            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        self.head_dim = check_head_split(embed_dims, num_heads)
         self.num_heads = num_heads
-        self.head_dim = embed_dims // num_heads
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
         self.rope = LearnableRoPE(self.head_dim, pairing='paired')

@@ -4,16 +4,24 @@ an additive bias next to the mask modes, and reading attention weights through t
 Oracles: ``softmax(q k^T / sqrt(d) + bias + causal) v`` and the soft-mask formulas written out with plain torch ops.
 """
 import math
+from functools import partial
 
 import pytest
 import torch
 
 from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import (
+    ClassAttention,
+    DecayAttention,
     GridRoPE,
+    MultiScaleRetention,
     SelfAttention,
+    SubsampledAttention,
+    TalkingHeadsAttention,
     TokenLayout,
+    WindowedAttention,
     apply_rotary,
+    check_head_split,
     explicit_attention,
     explicit_attention_mode,
     masked_attention,
@@ -23,6 +31,7 @@ from mmcausal.models.layers import (
     split_heads,
 )
 from mmcausal.models.layers.attention import AttentionConfigError
+from mmcausal.utils.errors import UserInputError
 
 torch.manual_seed(0)
 
@@ -168,6 +177,17 @@ def test_masked_attention_rejects_an_unknown_mask_mode(alpha):
     with pytest.raises(AttentionConfigError, match=r"Unknown attention mask_mode 'causal_soft'; choose one of "
                                                    r"\['bidirectional', 'causal', 'official'\]"):
         masked_attention(q, k, v, 'causal_soft', alpha)
+
+
+@pytest.mark.parametrize('mixer', [
+    SelfAttention, DecayAttention, ClassAttention, SubsampledAttention, MultiScaleRetention, TalkingHeadsAttention,
+    partial(WindowedAttention, window_size=4)])
+@pytest.mark.parametrize('embed_dims, num_heads', [(30, 4), (32, 0)])
+def test_every_multi_head_mixer_rejects_a_bad_head_split_in_one_line(mixer, embed_dims, num_heads):
+    with pytest.raises(UserInputError, match=rf'^embed_dims \({embed_dims}\) must be divisible by num_heads '
+                                             rf'\({num_heads}\)\.$'):
+        mixer(embed_dims, num_heads)
+    assert check_head_split(32, 4) == 8
 
 
 def test_cached_soft_mask_built_in_inference_mode_still_trains():
