@@ -359,11 +359,22 @@ class SelfAttention(nn.Module):
             attn_bias: optional float bias / boolean mask, see :func:`masked_attention`.
             rotation: ``rotation_table(rope_angles)`` shared across blocks, see :func:`split_heads`.
         """
-        batch, num_tokens, embed_dims = x.shape
-        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
-                              rotation)
-        out = masked_attention(q, k, v, self.mask_mode, self._alpha(), attn_bias, probe=self.attn_probe)
-        return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
+        q, k, v = self.project_heads(x, rope_angles, rotation)
+        return self.merge_heads(masked_attention(q, k, v, self.mask_mode, self._alpha(), attn_bias,
+                                                 probe=self.attn_probe))
+
+    def project_heads(self, x: Tensor, rope_angles: Optional[Tensor] = None,
+                      rotation: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+        """``x`` ``(B, N, D)`` through ``qkv`` -> ``q, k, v`` ``(B, heads, N, head_dim)``, q/k rotated as
+        :func:`split_heads`."""
+        batch, num_tokens, _ = x.shape
+        return split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
+                           rotation)
+
+    def merge_heads(self, out: Tensor) -> Tensor:
+        """Per-head outputs ``(B, heads, N, head_dim)`` -> ``proj`` of their concatenation ``(B, N, D)``."""
+        batch, _, num_tokens, _ = out.shape
+        return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, -1))
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, mask_mode={self.mask_mode!r}'
