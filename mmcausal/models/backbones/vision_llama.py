@@ -89,7 +89,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
             pre-trained at another size must say so (e.g. 8 for the 64 px / patch 8 twins).
         as2d_scaling: ``'per_axis'`` (default, ours: ``(B_h / H, B_w / W)``, every axis spans the anchor's
             range) or ``'isotropic'`` (paper Eq. 4 and the official code: one scale ``B_h / H`` for both axes);
-            see :func:`~mmcausal.models.layers.rope.auto_scale`. Both agree on square grids. ``per_axis`` is
+            see :func:`~mmcausal.models.layers.grid_rope.auto_scale`. Both agree on square grids. ``per_axis`` is
             the default from evidence: on the tiny twin trained at 64 px it keeps 8-17 points more top-1 at
             64x96 / 48x128 and 2-6 at 128x48 (README, "Resolution generalisation").
         rope_theta: RoPE frequency base.

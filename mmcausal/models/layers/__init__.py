@@ -20,27 +20,12 @@ from .class_attention import ClassAttention, ClassAttentionBlock, ClassAttention
 from .context import TokenLayout
 from .decay import DecayAttention, LearnableDecay, folded_decay_attention, retnet_decay_exponents
 from .ffn import FFN, SwiGLUFFN, gelu_mlp, swiglu_hidden_dims
+from .grid_rope import AS2D_SCALINGS, ROPE_MODES, GridRoPE, auto_scale, check_rope_mode, grid_positions
+from .learnable_rope import ROPE_PAIRINGS, LearnableRoPE, apply_unpaired_rotary, defocus_frequencies
 from .norm import RMSNorm, build_norm_layer
 from .pos_embed import resize_pos_embed
 from .retention import MultiScaleRetention, RetentionConfigError, retention, retention_step
-from .rope import (
-    AS2D_SCALINGS,
-    ROPE_MODES,
-    ROPE_PAIRINGS,
-    GridRoPE,
-    LearnableRoPE,
-    RopeConfigError,
-    apply_rotary,
-    apply_unpaired_rotary,
-    auto_scale,
-    check_rope_mode,
-    defocus_frequencies,
-    grid_positions,
-    rope_angles_1d,
-    rope_angles_2d,
-    rope_frequencies,
-    rotate_pairs,
-)
+from .rope import RopeConfigError, apply_rotary, rope_angles_1d, rope_angles_2d, rope_frequencies, rotate_pairs
 from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan, sequential_selective_scan
 from .ssm import DefocusMambaMixer, group_rms_norm
 from .subsample import SubsampledAttention

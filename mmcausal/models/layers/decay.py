@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from .attention import SelfAttention, explicit_attention_requested, masked_attention
 from .context import TokenLayout
-from .rope import LearnableRoPE
+from .learnable_rope import LearnableRoPE
 
 #: Largest ``|lambda| * (N - 1)`` for which the fp32 fast path folds the decay into q/k (its logit error is about
 #: this value times 2^-24, i.e. <= 6e-5); stronger decays go through SDPA with the (heads, N, N) float bias.

@@ -18,7 +18,7 @@ from mmcausal.utils.errors import UserInputError
 from .attention import check_head_split
 from .context import TokenLayout
 from .decay import LearnableDecay
-from .rope import LearnableRoPE
+from .learnable_rope import LearnableRoPE
 from .scan import check_chunk_size
 
 

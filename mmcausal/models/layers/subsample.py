@@ -18,8 +18,9 @@ from torch import Tensor, nn
 from mmcausal.utils.validation import check_choice
 from .attention import AttentionConfigError, AttentionProbe, check_head_split, masked_attention
 from .context import TokenLayout
+from .grid_rope import GSA_KEY_POSITIONS
 from .norm import build_norm_layer
-from .rope import GSA_KEY_POSITIONS, apply_rotary
+from .rope import apply_rotary
 
 
 class SubsampledAttention(nn.Module):

@@ -13,7 +13,6 @@ from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import (
     ClassAttention,
     DecayAttention,
-    GridRoPE,
     MultiScaleRetention,
     SelfAttention,
     SubsampledAttention,
@@ -393,15 +392,15 @@ def test_split_heads_in_bfloat16_rotates_in_float32():
 
 
 def test_split_heads_passes_gradients_to_learnable_rope_frequencies():
-    """Learnable frequencies (GridRoPE ``learnable_freqs``) get their gradient; values equal the constant path."""
+    """Angles that need a gradient (learnable frequencies) get it; values equal the constant path."""
     torch.manual_seed(0)
-    rope = GridRoPE(8, mode='1d', learnable_freqs=True)
+    freqs = rope_frequencies(4).requires_grad_()
     attention = SelfAttention(16, num_heads=2, mask_mode='causal')
     x = torch.randn(2, 4, 16)
-    angles = rope.sequence_angles((2, 2))
+    angles = rope_angles_1d(torch.arange(4), freqs)
     out = attention.attend(x, angles)
     out.square().sum().backward()
-    assert rope.freqs.grad is not None and rope.freqs.grad.abs().sum() > 0
+    assert freqs.grad is not None and freqs.grad.abs().sum() > 0
     torch.testing.assert_close(out, attention.attend(x, angles.detach()))
 
 
