@@ -8,6 +8,8 @@ A rotary embedding is split in two steps so every variant shares the rotation:
    angle (the "interleaved" layout of Meta's LLaMA and of iLLaMA's released weights).
 
 With angles ``t * w_i`` the score ``<R(t) q, R(s) k>`` depends on ``t - s`` only.
+The position policies that make the angle tables live beside it: :mod:`.grid_rope` (``GridRoPE``, fixed ladders
+over 1D / 2D / AS2D grids) and :mod:`.learnable_rope` (De-focus's ``LearnableRoPE``).
 """
 from typing import Optional
 
