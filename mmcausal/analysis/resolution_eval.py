@@ -31,7 +31,7 @@ from mmengine.utils import to_2tuple
 from torch import Tensor, nn
 
 from mmcausal.models.layers import ROPE_MODES, RopeConfigError, check_rope_mode
-from mmcausal.models.layers.rope import check_as2d_scaling
+from mmcausal.models.layers.grid_rope import check_as2d_scaling
 
 RESIZE_TYPES = ('Resize', 'ResizeEdge')
 CROP_TYPES = ('CenterCrop', 'EfficientNetCenterCrop')

@@ -39,7 +39,7 @@ from mmcausal.analysis.resolution_eval import (
 from mmcausal.analysis.resolution_plot import write_resolution_plot
 from mmcausal.apis import run
 from mmcausal.models.layers import ROPE_MODES
-from mmcausal.models.layers.rope import AS2D_SCALINGS
+from mmcausal.models.layers.grid_rope import AS2D_SCALINGS
 from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
 
 

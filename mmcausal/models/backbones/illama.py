@@ -21,6 +21,7 @@ from ..layers import (
     TokenLayout,
     TransformerBlock,
     build_norm_layer,
+    check_head_split,
     insert_cls_token,
     resize_pos_embed,
     swiglu_hidden_dims,
@@ -109,7 +110,7 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
         self._register_state_dict_hook(self._record_mask_mode)
         self._register_load_state_dict_pre_hook(self._check_loaded_mask_mode)
         self.pos_drop = nn.Dropout(drop_rate)
-        self.rope = GridRoPE(self.embed_dims // setting['num_heads'], mode='1d', theta=rope_theta)
+        self.rope = GridRoPE(check_head_split(self.embed_dims, setting['num_heads']), mode='1d', theta=rope_theta)
 
         mixer = partial(SelfAttention, num_heads=setting['num_heads'], qkv_bias=qkv_bias, mask_mode=mask_mode)
         ffn = partial(SwiGLUFFN, feedforward_channels=setting.get('ffn_hidden_dims',

@@ -45,6 +45,7 @@ from ..layers import (
     TransformerBlock,
     WindowedAttention,
     build_norm_layer,
+    check_head_split,
     insert_cls_token,
     swiglu_hidden_dims,
 )
@@ -88,7 +89,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
             pre-trained at another size must say so (e.g. 8 for the 64 px / patch 8 twins).
         as2d_scaling: ``'per_axis'`` (default, ours: ``(B_h / H, B_w / W)``, every axis spans the anchor's
             range) or ``'isotropic'`` (paper Eq. 4 and the official code: one scale ``B_h / H`` for both axes);
-            see :func:`~mmcausal.models.layers.rope.auto_scale`. Both agree on square grids. ``per_axis`` is
+            see :func:`~mmcausal.models.layers.grid_rope.auto_scale`. Both agree on square grids. ``per_axis`` is
             the default from evidence: on the tiny twin trained at 64 px it keeps 8-17 points more top-1 at
             64x96 / 48x128 and 2-6 at 128x48 (README, "Resolution generalisation").
         rope_theta: RoPE frequency base.
@@ -158,7 +159,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
 
         self._build_patch_embed(in_channels, patch_size, img_size)
         default_anchor = max(PRETRAIN_SIZE // patch_size, 1)
-        self.rope = GridRoPE(self.embed_dims // setting['num_heads'], mode=rope_mode,
+        self.rope = GridRoPE(check_head_split(self.embed_dims, setting['num_heads']), mode=rope_mode,
                              anchor=rope_anchor if rope_anchor is not None else default_anchor,
                              as2d_scaling=as2d_scaling, cls_rope=options['cls_rope'], theta=rope_theta,
                              requires_2d=bool(window_size))

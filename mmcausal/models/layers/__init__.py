@@ -1,8 +1,10 @@
 """Shared building blocks: one module per design axis (norm, FFN, attention, RoPE, tokens, position, layout)."""
 from .attention import (
     MASK_MODES,
+    AttentionConfigError,
     AttentionProbe,
     SelfAttention,
+    check_head_split,
     explicit_attention,
     explicit_attention_mode,
     explicit_attention_requested,
@@ -18,27 +20,12 @@ from .class_attention import ClassAttention, ClassAttentionBlock, ClassAttention
 from .context import TokenLayout
 from .decay import DecayAttention, LearnableDecay, folded_decay_attention, retnet_decay_exponents
 from .ffn import FFN, SwiGLUFFN, gelu_mlp, swiglu_hidden_dims
+from .grid_rope import AS2D_SCALINGS, ROPE_MODES, GridRoPE, auto_scale, check_rope_mode, grid_positions
+from .learnable_rope import ROPE_PAIRINGS, LearnableRoPE, apply_unpaired_rotary, defocus_frequencies
 from .norm import RMSNorm, build_norm_layer
 from .pos_embed import resize_pos_embed
 from .retention import MultiScaleRetention, RetentionConfigError, retention, retention_step
-from .rope import (
-    AS2D_SCALINGS,
-    ROPE_MODES,
-    ROPE_PAIRINGS,
-    GridRoPE,
-    LearnableRoPE,
-    RopeConfigError,
-    apply_rotary,
-    apply_unpaired_rotary,
-    auto_scale,
-    check_rope_mode,
-    defocus_frequencies,
-    grid_positions,
-    rope_angles_1d,
-    rope_angles_2d,
-    rope_frequencies,
-    rotate_pairs,
-)
+from .rope import RopeConfigError, apply_rotary, rope_angles_1d, rope_angles_2d, rope_frequencies, rotate_pairs
 from .scan import SCAN_IMPLS, ScanConfigError, chunked_selective_scan, selective_scan, sequential_selective_scan
 from .ssm import DefocusMambaMixer, group_rms_norm
 from .subsample import SubsampledAttention
@@ -48,7 +35,8 @@ from .tokens import CLS_POSITIONS, insert_cls_token, split_cls_token, tokens_to_
 from .window import WindowedAttention, window_key_mask, window_partition, window_unpartition
 
 __all__ = [
-    'MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
+    'MASK_MODES', 'AttentionConfigError', 'AttentionProbe', 'SelfAttention', 'check_head_split', 'explicit_attention',
+    'explicit_attention_mode',
     'explicit_attention_requested', 'masked_attention', 'record_attention', 'soft_causal_logit_bias',
     'soft_causal_weights', 'TransformerBlock', 'TokenLayout', 'FFN', 'SwiGLUFFN', 'swiglu_hidden_dims',
     'build_norm_layer', 'resize_pos_embed', 'AS2D_SCALINGS', 'ROPE_MODES', 'GridRoPE', 'RopeConfigError',

@@ -28,7 +28,7 @@ under :func:`explicit_attention_mode`; nothing needs to patch a model.
 import functools
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Type, Union
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,14 @@ Alpha = Union[float, Tensor]
 
 class AttentionConfigError(UserInputError, ValueError):
     """An invalid attention setting in a config (unknown ``mask_mode``, ``embed_dims`` not divisible by heads)."""
+
+
+def check_head_split(embed_dims: int, num_heads: int,
+                     error_cls: Type[UserInputError] = AttentionConfigError) -> int:
+    """``head_dim = embed_dims / num_heads`` of a multi-head mixer; ``error_cls`` (one line) if it is not whole."""
+    if num_heads < 1 or embed_dims % num_heads:
+        raise error_cls(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+    return embed_dims // num_heads
 
 
 def soft_causal_weights(num_tokens: int, alpha: Alpha, device: torch.device,
@@ -265,6 +273,7 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: Alp
     and causal attention with any bias stay on SDPA (``'official'`` at ``alpha < 1`` through
     :func:`soft_mask_attention`); only :func:`explicit_attention_mode` (with a ``probe``) takes the explicit path.
     """
+    check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)  # a Python check: no sync
     explicit = probe is not None and explicit_attention_requested()
     post_softmax_weights = None
     soft = isinstance(alpha, Tensor) or 0. < alpha < 1.
@@ -306,10 +315,8 @@ class SelfAttention(nn.Module):
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True,
                  mask_mode: str = 'causal') -> None:
         super().__init__()
-        if embed_dims % num_heads:
-            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        self.head_dim = check_head_split(embed_dims, num_heads)
         self.num_heads = num_heads
-        self.head_dim = embed_dims // num_heads
         self.mask_mode = check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)
         self.register_buffer('soft_mask_alpha', torch.zeros(()), persistent=False)
         self.soft_mask_rate = 0.
@@ -352,17 +359,29 @@ class SelfAttention(nn.Module):
             attn_bias: optional float bias / boolean mask, see :func:`masked_attention`.
             rotation: ``rotation_table(rope_angles)`` shared across blocks, see :func:`split_heads`.
         """
-        batch, num_tokens, embed_dims = x.shape
-        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
-                              rotation)
-        out = masked_attention(q, k, v, self.mask_mode, self._alpha(), attn_bias, probe=self.attn_probe)
-        return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
+        q, k, v = self.project_heads(x, rope_angles, rotation)
+        return self.merge_heads(masked_attention(q, k, v, self.mask_mode, self._alpha(), attn_bias,
+                                                 probe=self.attn_probe))
+
+    def project_heads(self, x: Tensor, rope_angles: Optional[Tensor] = None,
+                      rotation: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+        """``x`` ``(B, N, D)`` through ``qkv`` -> ``q, k, v`` ``(B, heads, N, head_dim)``, q/k rotated as
+        :func:`split_heads`."""
+        batch, num_tokens, _ = x.shape
+        return split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
+                           rotation)
+
+    def merge_heads(self, out: Tensor) -> Tensor:
+        """Per-head outputs ``(B, heads, N, head_dim)`` -> ``proj`` of their concatenation ``(B, N, D)``."""
+        batch, _, num_tokens, _ = out.shape
+        return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, -1))
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, mask_mode={self.mask_mode!r}'
 
 
-__all__ = ['MASK_MODES', 'AttentionProbe', 'SelfAttention', 'explicit_attention', 'explicit_attention_mode',
+__all__ = ['MASK_MODES', 'AttentionConfigError', 'AttentionProbe', 'SelfAttention', 'check_head_split',
+           'explicit_attention', 'explicit_attention_mode',
            'explicit_attention_requested',
            'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias',
            'soft_mask_attention', 'soft_mask_key_bias', 'split_heads']

@@ -19,7 +19,7 @@ from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 
-from .attention import AttentionConfigError, AttentionProbe, explicit_attention, explicit_attention_requested
+from .attention import AttentionProbe, check_head_split, explicit_attention, explicit_attention_requested
 from .block import TransformerBlock
 from .ffn import gelu_mlp
 
@@ -33,8 +33,7 @@ class ClassAttention(nn.Module):
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True) -> None:
         super().__init__()
-        if embed_dims % num_heads:
-            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        check_head_split(embed_dims, num_heads)
         self.num_heads = num_heads
         self.q = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)
         self.k = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)

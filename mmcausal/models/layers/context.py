@@ -11,7 +11,8 @@ from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 import torch
 from torch import Tensor
 
-from .rope import GridRoPE, rotation_table
+from .grid_rope import GridRoPE
+from .rope import rotation_table
 
 
 @dataclass(frozen=True)

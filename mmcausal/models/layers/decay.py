@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import AttentionConfigError, AttentionProbe, explicit_attention_requested, masked_attention
+from .attention import SelfAttention, explicit_attention_requested, masked_attention
 from .context import TokenLayout
-from .rope import LearnableRoPE
+from .learnable_rope import LearnableRoPE
 
 #: Largest ``|lambda| * (N - 1)`` for which the fp32 fast path folds the decay into q/k (its logit error is about
 #: this value times 2^-24, i.e. <= 6e-5); stronger decays go through SDPA with the (heads, N, N) float bias.
@@ -105,10 +105,11 @@ def biased_decay_attention(q: Tensor, k: Tensor, v: Tensor, rates: Tensor,
                             probe=probe)
 
 
-class DecayAttention(nn.Module):
+class DecayAttention(SelfAttention):
     """De-focus ViT attention (notes B2's reading of Eq. 8): ``(B, N, D) -> (B, N, D)``, strictly causal.
 
-    ``qkv`` (rows ``[q | k | v]`` split by head) and ``proj`` as :class:`~mmcausal.models.layers.SelfAttention`; q/k
+    :class:`~mmcausal.models.layers.SelfAttention`'s ``qkv`` (rows ``[q | k | v]`` split by head) and ``proj``
+    (``mask_mode='causal'``; no soft-mask rate: ``soft_mask_rate`` is not read); q/k
     rotated by a paired :class:`LearnableRoPE` over the sequence index ``t / position_scale``, then causal softmax
     attention with the learnable decay bias ``lambda_h (t - s)`` (``lambda_h / decay_scale``).
 
@@ -126,16 +127,9 @@ class DecayAttention(nn.Module):
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True) -> None:
-        super().__init__()
-        if embed_dims % num_heads:
-            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
-        self.num_heads = num_heads
-        self.head_dim = embed_dims // num_heads
-        self.qkv = nn.Linear(embed_dims, 3 * embed_dims, bias=qkv_bias)
-        self.proj = nn.Linear(embed_dims, embed_dims, bias=proj_bias)
+        super().__init__(embed_dims, num_heads, qkv_bias=qkv_bias, proj_bias=proj_bias, mask_mode='causal')
         self.rope = LearnableRoPE(self.head_dim, pairing='paired')
         self.decay = LearnableDecay(num_heads)
-        self.attn_probe = AttentionProbe()
         self._fold_checked_for: Optional[tuple] = None  # the rates' identity, version, scale and length last checked
         self._fold_checked_within = True  # their result (compiled code reads it, see _within_fold_limit)
 
@@ -168,15 +162,15 @@ class DecayAttention(nn.Module):
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         position_scale = layout.position_scale if layout is not None else 1.
         decay_scale = layout.decay_scale if layout is not None else 1.
-        batch, length, embed_dims = x.shape
-        q, k, v = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        length = x.shape[1]
+        q, k, v = self.project_heads(x)
         q, k = self.rope(q, k, position_scale=position_scale)
         rates = self.decay.rates(decay_scale)
         if self._fold_precise(q) and self._within_fold_limit(rates, decay_scale, length):
             out = folded_decay_attention(q, k, v, rates.to(q.dtype))
         else:
             out = biased_decay_attention(q, k, v, rates, self.attn_probe)
-        return self.proj(out.transpose(1, 2).reshape(batch, length, embed_dims))
+        return self.merge_heads(out)
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, causal, learnable decay + RoPE'

@@ -15,9 +15,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
+from .attention import check_head_split
 from .context import TokenLayout
 from .decay import LearnableDecay
-from .rope import LearnableRoPE
+from .learnable_rope import LearnableRoPE
 from .scan import check_chunk_size
 
 
@@ -100,11 +101,9 @@ class MultiScaleRetention(nn.Module):
 
     def __init__(self, embed_dims: int, num_heads: int, chunk_size: Optional[int] = 64, norm_eps: float = 1e-5) -> None:
         super().__init__()
-        if embed_dims % num_heads:
-            raise RetentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        self.head_dim = check_head_split(embed_dims, num_heads, RetentionConfigError)
         check_chunk_size(chunk_size, RetentionConfigError)
         self.num_heads = num_heads
-        self.head_dim = embed_dims // num_heads
         self.chunk_size = chunk_size
         self.q_proj, self.k_proj, self.v_proj, self.g_proj, self.out_proj = (
             nn.Linear(embed_dims, embed_dims, bias=False) for _ in range(5))

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .context import TokenLayout
-from .rope import LearnableRoPE
+from .learnable_rope import LearnableRoPE
 from .scan import SCAN_IMPLS, ScanConfigError, check_chunk_size, selective_scan
 
 

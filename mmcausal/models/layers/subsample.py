@@ -16,10 +16,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.validation import check_choice
-from .attention import AttentionConfigError, AttentionProbe, masked_attention
+from .attention import AttentionConfigError, AttentionProbe, check_head_split, masked_attention
 from .context import TokenLayout
+from .grid_rope import GSA_KEY_POSITIONS
 from .norm import build_norm_layer
-from .rope import GSA_KEY_POSITIONS, apply_rotary
+from .rope import apply_rotary
 
 
 class SubsampledAttention(nn.Module):
@@ -38,10 +39,8 @@ class SubsampledAttention(nn.Module):
     def __init__(self, embed_dims: int, num_heads: int, sr_ratio: int = 1, key_pos: str = 'fixed',
                  qkv_bias: bool = True, norm_cfg: Optional[dict] = None) -> None:
         super().__init__()
-        if embed_dims % num_heads:
-            raise AttentionConfigError(f'embed_dims ({embed_dims}) must be divisible by num_heads ({num_heads}).')
+        self.head_dim = check_head_split(embed_dims, num_heads)
         self.num_heads = num_heads
-        self.head_dim = embed_dims // num_heads
         self.sr_ratio = sr_ratio
         self.key_pos = check_choice('gsa_key_pos', key_pos, GSA_KEY_POSITIONS, AttentionConfigError)
         self.q = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.validation import check_choice
-from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested, split_heads
+from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested
 
 TALKING_HEADS_IMPLS = ('auto', 'sdpa', 'explicit')
 TALKING_HEADS_MASK_MODES = ('bidirectional', 'causal')
@@ -146,9 +146,8 @@ class TalkingHeadsAttention(SelfAttention):
             raise AttentionConfigError('Talking-heads attention takes a boolean key mask shared by the heads, shape '
                                        '(B, 1, Nq or 1, Nk): a float bias or a per-head mask would be mixed across '
                                        'heads.')
-        batch, num_tokens, embed_dims = x.shape
-        q, k, v = split_heads(self.qkv(x).view(batch, num_tokens, 3, self.num_heads, self.head_dim), rope_angles,
-                              rotation)
+        num_tokens, embed_dims = x.shape[1:]
+        q, k, v = self.project_heads(x, rope_angles, rotation)
         explicit = self.impl == 'explicit' or (self.impl == 'auto' and num_tokens <= embed_dims)
         causal = self.mask_mode == 'causal'
         if explicit or explicit_attention_requested():
@@ -156,7 +155,7 @@ class TalkingHeadsAttention(SelfAttention):
                                          causal=causal)
         else:
             out = talking_heads_sdpa(q, k, v, self.proj_l, self.proj_w, attn_bias, causal=causal)
-        return self.proj(out.transpose(1, 2).reshape(batch, num_tokens, embed_dims))
+        return self.merge_heads(out)
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, impl={self.impl!r}, mask_mode={self.mask_mode!r}'

@@ -4,16 +4,23 @@ an additive bias next to the mask modes, and reading attention weights through t
 Oracles: ``softmax(q k^T / sqrt(d) + bias + causal) v`` and the soft-mask formulas written out with plain torch ops.
 """
 import math
+from functools import partial
 
 import pytest
 import torch
 
 from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.layers import (
-    GridRoPE,
+    ClassAttention,
+    DecayAttention,
+    MultiScaleRetention,
     SelfAttention,
+    SubsampledAttention,
+    TalkingHeadsAttention,
     TokenLayout,
+    WindowedAttention,
     apply_rotary,
+    check_head_split,
     explicit_attention,
     explicit_attention_mode,
     masked_attention,
@@ -22,6 +29,8 @@ from mmcausal.models.layers import (
     rope_frequencies,
     split_heads,
 )
+from mmcausal.models.layers.attention import AttentionConfigError
+from mmcausal.utils.errors import UserInputError
 
 torch.manual_seed(0)
 
@@ -157,6 +166,27 @@ def test_soft_causal_rows_are_renormalised():
 def test_unknown_mask_mode_is_a_clear_error():
     with pytest.raises(ValueError, match='choose one of'):
         SelfAttention(32, 4, mask_mode='causal_soft')
+
+
+@pytest.mark.parametrize('alpha', [0., 0.5, 1.])
+def test_masked_attention_rejects_an_unknown_mask_mode(alpha):
+    """The functional entry point checks the mode itself (not only SelfAttention's constructor): a typo must not
+    run as the soft mask at any rate."""
+    q, k, v = _qkv()
+    with pytest.raises(AttentionConfigError, match=r"Unknown attention mask_mode 'causal_soft'; choose one of "
+                                                   r"\['bidirectional', 'causal', 'official'\]"):
+        masked_attention(q, k, v, 'causal_soft', alpha)
+
+
+@pytest.mark.parametrize('mixer', [
+    SelfAttention, DecayAttention, ClassAttention, SubsampledAttention, MultiScaleRetention, TalkingHeadsAttention,
+    partial(WindowedAttention, window_size=4)])
+@pytest.mark.parametrize('embed_dims, num_heads', [(30, 4), (32, 0)])
+def test_every_multi_head_mixer_rejects_a_bad_head_split_in_one_line(mixer, embed_dims, num_heads):
+    with pytest.raises(UserInputError, match=rf'^embed_dims \({embed_dims}\) must be divisible by num_heads '
+                                             rf'\({num_heads}\)\.$'):
+        mixer(embed_dims, num_heads)
+    assert check_head_split(32, 4) == 8
 
 
 def test_cached_soft_mask_built_in_inference_mode_still_trains():
@@ -362,15 +392,15 @@ def test_split_heads_in_bfloat16_rotates_in_float32():
 
 
 def test_split_heads_passes_gradients_to_learnable_rope_frequencies():
-    """Learnable frequencies (GridRoPE ``learnable_freqs``) get their gradient; values equal the constant path."""
+    """Angles that need a gradient (learnable frequencies) get it; values equal the constant path."""
     torch.manual_seed(0)
-    rope = GridRoPE(8, mode='1d', learnable_freqs=True)
+    freqs = rope_frequencies(4).requires_grad_()
     attention = SelfAttention(16, num_heads=2, mask_mode='causal')
     x = torch.randn(2, 4, 16)
-    angles = rope.sequence_angles((2, 2))
+    angles = rope_angles_1d(torch.arange(4), freqs)
     out = attention.attend(x, angles)
     out.square().sum().backward()
-    assert rope.freqs.grad is not None and rope.freqs.grad.abs().sum() > 0
+    assert freqs.grad is not None and freqs.grad.abs().sum() > 0
     torch.testing.assert_close(out, attention.attend(x, angles.detach()))
 
 

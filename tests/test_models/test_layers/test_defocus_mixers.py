@@ -8,6 +8,7 @@ from mmcausal.models.layers import (
     LearnableDecay,
     MultiScaleRetention,
     RetentionConfigError,
+    SelfAttention,
     TokenLayout,
     folded_decay_attention,
     record_attention,
@@ -95,6 +96,22 @@ def test_decay_attention_is_eq8_on_every_path(monkeypatch, log_rate, folded):
     (weights, ) = records['attn_probe']
     assert torch.equal(weights.triu(1), torch.zeros_like(weights))
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 60, dtype=torch.float64))
+
+
+def test_decay_attention_without_decay_or_rotation_is_causal_self_attention():
+    """The projections are SelfAttention's (same keys, same head split): with zero RoPE frequencies and a vanishing
+    decay, DecayAttention equals causal SelfAttention loaded with its qkv/proj weights."""
+    torch.manual_seed(0)
+    module = DecayAttention(32, num_heads=4).double()
+    with torch.no_grad():
+        module.rope.freq.zero_()
+        module.decay.log_rate.fill_(-60.)
+    plain = SelfAttention(32, num_heads=4, mask_mode='causal').double()
+    shared = {key: value for key, value in module.state_dict().items() if key.startswith(('qkv.', 'proj.'))}
+    assert set(shared) == set(plain.state_dict())
+    plain.load_state_dict(shared)
+    x = torch.randn(2, 9, 32, dtype=torch.float64)
+    torch.testing.assert_close(module(x), plain(x))
 
 
 def test_fp32_fold_near_its_limit_keeps_fp32_accuracy_and_needs_full_precision_matmuls(monkeypatch):
