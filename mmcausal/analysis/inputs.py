@@ -126,7 +126,7 @@ def entry_config(entry: ModelEntry, cfg_options: Optional[dict] = None) -> Confi
         backbone_cls = MODELS.get(backbone.get('type'))
         if backbone_cls is None or 'mask_mode' not in inspect.signature(backbone_cls).parameters:
             raise AnalysisError(f'--mask-modes sets model.backbone.mask_mode, which the backbone of {entry.config} '
-                                f'({backbone.get("type")}) does not take; use it with iLLaMA configs.')
+                                f'({backbone.get("type")}) does not take; use it with an mmcausal backbone.')
         cfg.merge_from_dict({'model.backbone.mask_mode': entry.mask_mode})
     return cfg
 

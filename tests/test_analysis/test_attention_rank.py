@@ -96,7 +96,7 @@ def test_cli_overlays_mask_modes(image_folder, tmp_path, capsys):
 @pytest.mark.parametrize('args,message', [
     ([MAMBA_TWIN], 'AnalysisError: DefocusMamba has no attention weights'),
     ([ILLAMA_TWIN, '--layer', '4'], 'AnalysisError: Layer 4 is out of range'),
-    ([MAMBA_TWIN, '--mask-modes', 'causal'], 'AnalysisError: --mask-modes sets model.backbone.mask_mode, which'),
+    ([MAMBA_TWIN, '--mask-modes', 'bidirectional'], "DefocusMamba cannot honour mask_mode='bidirectional'"),
 ])
 def test_cli_input_errors_end_in_one_line(args, message, image_folder, tmp_path):
     with pytest.raises(SystemExit, match=message):
@@ -108,3 +108,14 @@ def test_cli_rejects_a_missing_checkpoint(capsys):
     with pytest.raises(SystemExit):
         load_tool('attention_rank').main([f'{ILLAMA_TWIN}:missing.pth'])
     assert 'checkpoint not found: missing.pth' in capsys.readouterr().err
+
+
+def test_mask_modes_on_a_backbone_without_mask_mode_end_in_one_line(image_folder, tmp_path):
+    """Every mmcausal backbone takes ``mask_mode``; a stock one (mmpretrain's ViT) does not."""
+    config = tmp_path / 'stock_vit.py'
+    config.write_text(f"_base_ = [{ILLAMA_TWIN!r}]\n"
+                      "model = dict(backbone=dict(_delete_=True, type='VisionTransformer', arch='deit-tiny', "
+                      "img_size=64, patch_size=8))\n")
+    with pytest.raises(SystemExit, match='AnalysisError: --mask-modes sets model.backbone.mask_mode, which'):
+        load_tool('attention_rank').main([str(config), '--mask-modes', 'causal', '--images', str(image_folder),
+                                          '--num-images', '1', '--out-dir', str(tmp_path / 'out')])

@@ -228,8 +228,11 @@ class RecordDropPathRate(Hook):
 
 
 def _defocus_config(shapes_root: Path, work_dir: Path):
-    """The De-focus twin as shipped (repeated-augmentation sampler, EMA, scheduled drop path, aux loss), 2 epochs."""
-    return _two_epoch_config('defocus/defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py', shapes_root, work_dir)
+    """The De-focus twin (EMA, scheduled drop path, aux loss), 2 epochs, with the full-size recipes' repeated-
+    augmentation sampler (the twin itself samples every image once per epoch), whose state must resume too."""
+    return _two_epoch_config('defocus/defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py', shapes_root, work_dir,
+                             **{'train_dataloader.sampler': dict(type='RepeatAugSampler', num_repeats=3,
+                                                                 shuffle=True)})
 
 
 @pytest.mark.e2e

@@ -194,7 +194,7 @@ CATALOGUE = [
     ('seg-vision-llama-unknown-arch', 'train', VL_SEG, 'ade20k', _options('model.backbone.arch=huge'), 1,
      r"BackboneConfigError: Unknown arch 'huge'"),
     ('cls-unknown-mask-mode', 'train', CLS, 'imagenet', _options('model.backbone.mask_mode=sideways'), 1,
-     r"AttentionConfigError: Unknown attention mask_mode 'sideways'"),
+     r"BackboneConfigError: Unknown ILLaMA mask_mode 'sideways'; choose one of"),
     ('det-vision-llama-negative-window', 'train', VL_DET, 'coco', _options('model.backbone.window_size=-1'), 1,
      r'BackboneConfigError: window_size must be >= 0'),
     ('det-out-indices', 'train', DET, 'coco', _options('model.backbone.out_indices=[99]'), 1,
