@@ -6,7 +6,8 @@ import torch
 
 from analysis_utils import DEFOCUS_VIT_TWIN, ILLAMA_TWIN, MAMBA_TWIN, build_backbone, load_tool
 from mmcausal.analysis import AnalysisError, attention_map, cell_means, gradient_map
-from mmcausal.models.layers import record_attention, sectioned_order
+from mmcausal.models.backbones.defocus import sectioned_order
+from mmcausal.models.layers import record_attention
 
 OUT = 5  # a patch in the middle of the 4 x 4 grid: row 1, column 1
 

@@ -13,8 +13,8 @@ from torch import Tensor, nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from e2e_utils import history, load_config, loss_falls, train
-from mmcausal.models.backbones import ILLaMA
-from mmcausal.models.layers import DecayAttention, SelfAttention, TokenLayout, rope_angles_1d, rope_frequencies
+from mmcausal.models.backbones import DecayAttention, ILLaMA
+from mmcausal.models.layers import SelfAttention, TokenLayout, rope_angles_1d, rope_frequencies
 from test_models.test_backbones.test_contract import CASES, _require, build
 
 pytestmark = pytest.mark.usefixtures('single_thread')
@@ -110,7 +110,7 @@ def _scalar_reads(forward: Callable[[], object]) -> int:
 def test_decay_fold_limit_is_read_from_the_device_only_after_the_rates_change(monkeypatch):
     """De-focus ViT's attention checks ``|lambda| (N - 1) <= FOLD_LIMIT`` on the host once per new rates (a training
     step), not in every forward: evaluation at fixed weights reads nothing. A step past the limit is still seen."""
-    from mmcausal.models.layers import decay
+    from mmcausal.models.backbones.defocus import decay
     fold, folds = decay.folded_decay_attention, []
     monkeypatch.setattr(decay, 'folded_decay_attention', lambda *args: folds.append(1) or fold(*args))
     torch.manual_seed(0)

@@ -19,7 +19,7 @@ import time
 def measure(impl: str, shape: str, chunk: str, repeats: int) -> dict:
     import torch
 
-    from mmcausal.models.layers import chunked_selective_scan, sequential_selective_scan
+    from mmcausal.models.backbones.defocus import chunked_selective_scan, sequential_selective_scan
     batch, length, channels = map(int, shape.split('x'))
     torch.manual_seed(0)
     operands = [torch.randn(batch, length, channels), torch.rand(batch, length, channels) * 0.1,

@@ -74,7 +74,7 @@ class GridRoPE(nn.Module):
     Tables are computed from the actual grid at every call (fp32, never cached across forwards); a
     :class:`~mmcausal.models.layers.TokenLayout` memoises them within one forward. The frequency ladders are
     non-persistent buffers (no state-dict keys). Learnable frequencies (De-focus) are
-    :class:`~mmcausal.models.layers.LearnableRoPE`, inside the mixers.
+    :class:`~mmcausal.models.backbones.defocus.LearnableRoPE`, inside the mixers.
 
     Args:
         head_dim: channels per head (even; a multiple of 4 for the 2D modes).

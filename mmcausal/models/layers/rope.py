@@ -8,8 +8,8 @@ A rotary embedding is split in two steps so every variant shares the rotation:
    angle (the "interleaved" layout of Meta's LLaMA and of iLLaMA's released weights).
 
 With angles ``t * w_i`` the score ``<R(t) q, R(s) k>`` depends on ``t - s`` only.
-The position policies that make the angle tables live beside it: :mod:`.grid_rope` (``GridRoPE``, fixed ladders
-over 1D / 2D / AS2D grids) and :mod:`.learnable_rope` (De-focus's ``LearnableRoPE``).
+The position policies that make the angle tables: :mod:`.grid_rope` beside it (``GridRoPE``, fixed ladders over
+1D / 2D / AS2D grids) and De-focus's own :mod:`mmcausal.models.backbones.defocus.learnable_rope` (``LearnableRoPE``).
 """
 from typing import Optional
 
@@ -63,7 +63,8 @@ def rotate_pairs(x: Tensor, angles: Tensor) -> Tensor:
 def rotate_pairs_real(x: Tensor, angles: Tensor, second_angles: Optional[Tensor] = None) -> Tensor:
     """:func:`rotate_pairs` in real arithmetic: ``(x0 cos a - x1 sin a, x1 cos b + x0 sin b)`` per channel pair,
     computed in (at least) fp32 and cast back to ``x.dtype``, with ``b = a`` (a rotation) unless ``second_angles``
-    gives the second member of each pair its own angle (:func:`apply_unpaired_rotary`)."""
+    gives the second member of each pair its own angle
+    (De-focus's :func:`~mmcausal.models.backbones.defocus.apply_unpaired_rotary`)."""
     x0, x1 = x.to(torch.promote_types(x.dtype, torch.float32)).unflatten(-1, (-1, 2)).unbind(-1)
     cos, sin = angles.cos(), angles.sin()
     cos1, sin1 = (cos, sin) if second_angles is None else (second_angles.cos(), second_angles.sin())

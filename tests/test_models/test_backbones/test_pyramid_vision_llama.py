@@ -6,8 +6,8 @@ and the official numerics in tests/test_converters/test_pyramid_vision_llama.py.
 import pytest
 import torch
 
-from mmcausal.models.backbones import PyramidVisionLLaMA
-from mmcausal.models.layers import SubsampledAttention, WindowedAttention
+from mmcausal.models.backbones import PyramidVisionLLaMA, SubsampledAttention
+from mmcausal.models.layers import WindowedAttention
 
 CLASSIFIER = dict(out_type='avg_featmap', out_indices=-1, norm_after_stage=False, final_norm=True)
 

@@ -9,14 +9,16 @@ from functools import partial
 import pytest
 import torch
 
-from mmcausal.models.backbones import ILLaMA
-from mmcausal.models.layers import (
-    ClassAttention,
+from mmcausal.models.backbones import (
     DecayAttention,
+    ILLaMA,
     MultiScaleRetention,
-    SelfAttention,
     SubsampledAttention,
     TalkingHeadsAttention,
+)
+from mmcausal.models.layers import (
+    ClassAttention,
+    SelfAttention,
     TokenLayout,
     WindowedAttention,
     apply_rotary,

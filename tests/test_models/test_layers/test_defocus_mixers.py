@@ -3,18 +3,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mmcausal.models.layers import (
+from mmcausal.models.backbones.defocus import (
     DecayAttention,
     LearnableDecay,
     MultiScaleRetention,
     RetentionConfigError,
-    SelfAttention,
-    TokenLayout,
     folded_decay_attention,
-    record_attention,
     retention,
     retention_step,
 )
+from mmcausal.models.layers import SelfAttention, TokenLayout, record_attention
 from reference.defocus_reconstruction import (
     decay_softmax_attention,
     paired_rope,
@@ -58,7 +56,7 @@ def _decay_attention_oracle(module, x, position_scale, decay_scale):
 
 def _spy_fold(monkeypatch):
     """Count the calls of the folded fast path inside DecayAttention."""
-    from mmcausal.models.layers import decay
+    from mmcausal.models.backbones.defocus import decay
     original, calls = decay.folded_decay_attention, []
 
     def spy(*args):

@@ -2,13 +2,8 @@
 import pytest
 import torch
 
-from mmcausal.models.layers import (
-    LearnableRoPE,
-    RopeConfigError,
-    apply_rotary,
-    apply_unpaired_rotary,
-    defocus_frequencies,
-)
+from mmcausal.models.backbones.defocus import LearnableRoPE, apply_unpaired_rotary, defocus_frequencies
+from mmcausal.models.layers import RopeConfigError, apply_rotary
 from reference.official_defocus import official_freq, rotate_every_two
 
 

@@ -6,8 +6,8 @@ import types
 import pytest
 import torch
 
-from mmcausal.models.layers import DefocusMambaMixer, ScanConfigError, chunked_selective_scan, selective_scan
-from mmcausal.models.layers.scan import _mamba_ssm_scan, mamba_ssm_kernel
+from mmcausal.models.backbones.defocus import DefocusMambaMixer, ScanConfigError, chunked_selective_scan, selective_scan
+from mmcausal.models.backbones.defocus.scan import _mamba_ssm_scan, mamba_ssm_kernel
 from reference.official_defocus import sequential_scan
 
 

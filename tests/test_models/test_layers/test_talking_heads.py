@@ -6,13 +6,13 @@ import pytest
 import torch
 from torch import nn
 
-from mmcausal.models.layers import (
+from mmcausal.models.backbones.cait import (
     TalkingHeadsAttention,
-    record_attention,
     talking_heads,
     talking_heads_explicit,
     talking_heads_sdpa,
 )
+from mmcausal.models.layers import record_attention
 from mmcausal.utils.errors import UserInputError
 
 PATHS = {'explicit': talking_heads_explicit, 'sdpa': talking_heads_sdpa}

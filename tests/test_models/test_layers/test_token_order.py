@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from mmcausal.models.layers import TokenOrderError, sectioned_order
+from mmcausal.models.backbones.defocus import TokenOrderError, sectioned_order
 from reference.official_defocus import sectioned_index
 
 

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from mmcausal.utils.validation import check_choice
-from .rope import RopeConfigError, apply_rotary, rotate_pairs_real
+from ...layers.rope import RopeConfigError, apply_rotary, rotate_pairs_real
 
 
 def defocus_frequencies(count: int) -> Tensor:

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.validation import check_choice
-from .attention import AttentionConfigError, SelfAttention, explicit_attention_requested
+from ...layers import AttentionConfigError, SelfAttention, explicit_attention_requested
 
 TALKING_HEADS_IMPLS = ('auto', 'sdpa', 'explicit')
 TALKING_HEADS_MASK_MODES = ('bidirectional', 'causal')

@@ -3,7 +3,7 @@ Networks, Tao et al. 2024; paper-derived, no official code exists).
 
 Per head ``h`` the logit of query ``t`` and key ``s <= t`` gets a decay bias ``lambda_h (t - s)`` with
 ``lambda_h = -exp(lambda_hat_h)`` (the paper's parameterisation, Sec. 5.1) and q/k are rotated by a RoPE with learnable
-frequencies (:class:`~mmcausal.models.layers.LearnableRoPE`, paired):
+frequencies (:class:`~.learnable_rope.LearnableRoPE`, paired):
 ``y_t = sum_{s<=t} softmax_s(q_t^T R(theta (t - s)) k_s / sqrt(d) + lambda_h (t - s)) v_s``.
 This is notes B2's reading of the paper's Eq. 8 (the decay multiplies the *un-normalised* weight ``exp(logit)``, an
 ALiBi-style bias with a learnable slope); read literally, Eq. 8 puts ``e^{lambda (t - s)}`` inside the logit as a
@@ -16,8 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import SelfAttention, explicit_attention_requested, masked_attention
-from .context import TokenLayout
+from ...layers import SelfAttention, TokenLayout, explicit_attention_requested, masked_attention
 from .learnable_rope import LearnableRoPE
 
 #: Largest ``|lambda| * (N - 1)`` for which the fp32 fast path folds the decay into q/k (its logit error is about

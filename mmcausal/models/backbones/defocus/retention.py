@@ -15,8 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
-from .attention import check_head_split
-from .context import TokenLayout
+from ...layers import TokenLayout, check_head_split
 from .decay import LearnableDecay
 from .learnable_rope import LearnableRoPE
 from .scan import check_chunk_size

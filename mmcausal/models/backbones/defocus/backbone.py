@@ -5,9 +5,9 @@ All three read ``[patch_1 .. patch_N, cls]`` (class token last) through strictly
 band-pass filter (decay + learnable-frequency RoPE), so token ``t`` only sees tokens ``s <= t``:
 
 * :class:`DefocusMamba`: blocks ``x + DropPath(Mixer(RMSNorm(x)))`` (no FFN;
-  :class:`~mmcausal.models.layers.DefocusMambaMixer`), no position embedding, final LayerNorm.
+  :class:`~.ssm.DefocusMambaMixer`), no position embedding, final LayerNorm.
 * :class:`DefocusViT` / :class:`DefocusRetNet`: ViT-B-sized pre-norm blocks (LayerNorm, GELU MLP) around
-  :class:`~mmcausal.models.layers.DecayAttention` (Eq. 8) or :class:`~mmcausal.models.layers.MultiScaleRetention`
+  :class:`~.decay.DecayAttention` (Eq. 8) or :class:`~.retention.MultiScaleRetention`
   (Eq. 4). No official code exists for them (notes B2): they are reconstructions from the paper.
 
 Causal by design: ``mask_mode='causal'`` is their only mode (and the default). ``'bidirectional'`` and ``'official'``
@@ -25,19 +25,12 @@ from mmengine.model import ModuleList
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
-from ..layers import (
-    DecayAttention,
-    DefocusMambaMixer,
-    MultiScaleRetention,
-    TokenLayout,
-    TransformerBlock,
-    build_norm_layer,
-    gelu_mlp,
-    insert_cls_token,
-    resize_pos_embed,
-    sectioned_order,
-)
-from .base import BackboneConfigError, MaskModeMixin, PlainBackbone, check_image_batch, resolve_arch
+from ...layers import TokenLayout, TransformerBlock, build_norm_layer, gelu_mlp, insert_cls_token, resize_pos_embed
+from ..base import BackboneConfigError, MaskModeMixin, PlainBackbone, check_image_batch, resolve_arch
+from .decay import DecayAttention
+from .retention import MultiScaleRetention
+from .ssm import DefocusMambaMixer
+from .token_order import sectioned_order
 
 ScaleFactor = Union[float, str]
 
@@ -57,7 +50,7 @@ class DefocusBackbone(MaskModeMixin, PlainBackbone):
     ``rope_scale_factor`` the RoPE positions; the released detector uses ``4.57 ~ r`` and ``20.0 ~ r^2`` for 1024 px
     inputs to a 224 px model (``r = 1024 / 224``). ``'auto'`` derives them from every input instead: ``r^2`` is its
     patch count over the ``img_size`` grid's. ``patch_rearrange`` visits the image section by section (sections of
-    the ``img_size`` grid, :func:`~mmcausal.models.layers.sectioned_order`), padding it to whole sections.
+    the ``img_size`` grid, :func:`~.token_order.sectioned_order`), padding it to whole sections.
     """
     cls_position = 'last'
     stem_parameters = ('cls_token', 'pos_embed')  # pos_embed only where with_pos_embed
@@ -153,7 +146,7 @@ class DefocusMamba(DefocusBackbone):
         final_norm_cfg: the final norm (``LN`` eps 1e-6; the official detection backbone uses eps 1e-5).
         norm_cfg: the block norm (RMSNorm eps 1e-5).
         drop_path_rate: stochastic depth of the last block (linear from 0); a hook may schedule it.
-        scan_impl, chunk_size: selective scan implementation, see :func:`~mmcausal.models.layers.selective_scan`.
+        scan_impl, chunk_size: selective scan implementation, see :func:`~.scan.selective_scan`.
         mask_mode: ``'causal'`` only (module docstring).
     """
     refused_mask_modes = {
@@ -268,7 +261,7 @@ class DefocusTransformer(DefocusBackbone):
 @MODELS.register_module()
 class DefocusViT(DefocusTransformer):
     """De-focus ViT (paper Eq. 8, a reconstruction): causal softmax attention with a learnable per-head decay bias
-    ``lambda_h (t - s)`` and learnable-frequency RoPE (:class:`~mmcausal.models.layers.DecayAttention`).
+    ``lambda_h (t - s)`` and learnable-frequency RoPE (:class:`~.decay.DecayAttention`).
 
     The position table is on by default: the paper's 87.4 M parameters (with the auxiliary head) are DeiT-B's
     86.6 M plus that head (87.34 M with the table, 87.19 M without). ``qkv_bias`` as ViT. Other arguments: see
@@ -288,7 +281,7 @@ class DefocusViT(DefocusTransformer):
 @MODELS.register_module()
 class DefocusRetNet(DefocusTransformer):
     """De-focus RetNet (paper Eq. 4 with learnable decay and RoPE, a reconstruction): RetNet's multi-scale retention
-    (:class:`~mmcausal.models.layers.MultiScaleRetention`: ``W_Q, W_K, W_V, W_G, W_O`` of ``D x D``, per-head decay,
+    (:class:`~.retention.MultiScaleRetention`: ``W_Q, W_K, W_V, W_G, W_O`` of ``D x D``, per-head decay,
     GroupNorm, SiLU gate) in ViT-B-sized blocks with a position table (see ``with_pos_embed``).
 
     ``retention_chunk_size`` (default 64) sets the chunk-wise form's memory ``O(N T)``; None runs the parallel form.

@@ -8,7 +8,7 @@ joins only afterwards: two class-attention blocks (Sec. 3) read the fixed patch 
 classifier (an mmpretrain ``LinearClsHead``) take the class token.
 
 Attention is bidirectional (``mask_mode='bidirectional'``, the paper and every released weight) or causal in
-raster order (``'causal'``): the talking-heads mask is exact (:mod:`~mmcausal.models.layers.talking_heads`), patch
+raster order (``'causal'``): the talking-heads mask is exact (:mod:`~.talking_heads`), patch
 ``t`` sees patches ``s <= t`` in every SA block. The class token needs no move: it is not in the SA sequence, and
 each class-attention block reads every patch token, so the class feature sees every patch in both modes.
 ``'official'`` (iLLaMA's post-softmax mask) is refused: it is not defined for talking heads.
@@ -25,16 +25,9 @@ from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from mmcausal.utils.validation import check_choice
-from ..layers import (
-    ClassAttentionStage,
-    TalkingHeadsAttention,
-    TokenLayout,
-    TransformerBlock,
-    build_norm_layer,
-    gelu_mlp,
-    resize_pos_embed,
-)
-from .base import BackboneConfigError, MaskModeMixin, PlainBackbone, check_image_batch, resolve_arch
+from ...layers import ClassAttentionStage, TokenLayout, TransformerBlock, build_norm_layer, gelu_mlp, resize_pos_embed
+from ..base import BackboneConfigError, MaskModeMixin, PlainBackbone, check_image_batch, resolve_arch
+from .talking_heads import TalkingHeadsAttention
 
 FEATURE_NORMS = ('none', 'final')
 

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
-from .context import TokenLayout
+from ...layers import TokenLayout
 from .learnable_rope import LearnableRoPE
 from .scan import SCAN_IMPLS, ScanConfigError, check_chunk_size, selective_scan
 
@@ -54,7 +54,7 @@ class DefocusMambaMixer(BaseModule):
         norm_group_size: channels per GroupRMS group (0 = no norm).
         rope: ``'unpaired'`` (released weights), ``'paired'`` (a true rotation) or None (no RoPE on B/C).
         legacy_bf16_rope: official bf16 angle rounding in training, see :class:`LearnableRoPE`.
-        scan_impl, chunk_size: see :func:`~mmcausal.models.layers.scan.selective_scan`.
+        scan_impl, chunk_size: see :func:`~.scan.selective_scan`.
     """
 
     def __init__(self, embed_dims: int, expand: int = 2, state_dims: int = 16, dt_rank: int = 48,

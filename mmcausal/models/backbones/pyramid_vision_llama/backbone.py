@@ -32,9 +32,8 @@ from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
-from ..layers import (
+from ...layers import (
     GridRoPE,
-    SubsampledAttention,
     SwiGLUFFN,
     TokenLayout,
     TransformerBlock,
@@ -42,7 +41,8 @@ from ..layers import (
     build_norm_layer,
     swiglu_hidden_dims,
 )
-from .base import BackboneConfigError, MaskModeMixin, PyramidBackbone, PyramidStage, resolve_arch
+from ..base import BackboneConfigError, MaskModeMixin, PyramidBackbone, PyramidStage, resolve_arch
+from .subsample import SubsampledAttention
 
 PRETRAIN_SIZE = 224  # px: the ImageNet resolution; 'per_stage' anchors default to its grid at every stride
 

@@ -16,11 +16,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mmcausal.utils.validation import check_choice
-from .attention import AttentionConfigError, AttentionProbe, check_head_split, masked_attention
-from .context import TokenLayout
-from .grid_rope import GSA_KEY_POSITIONS
-from .norm import build_norm_layer
-from .rope import apply_rotary
+from ...layers import (
+    AttentionConfigError,
+    AttentionProbe,
+    TokenLayout,
+    apply_rotary,
+    build_norm_layer,
+    check_head_split,
+    masked_attention,
+)
+from ...layers.grid_rope import GSA_KEY_POSITIONS
 
 
 class SubsampledAttention(nn.Module):
