@@ -461,7 +461,7 @@ def _v3_classification_samples(count: int):
 
 def test_v3_classification_contrast_polarity_and_sizes():
     """Fills differ from the background around them by >= 80 grey levels, light or dark at random for every
-    class; triangle circumradii 0.32-0.44 of the image; class-independent areas; any rotation."""
+    class; circumradii 0.26-0.42 of the image with the same distribution for every class; any rotation."""
     polarity = {label: [] for label in range(len(SHAPE_CLASSES))}
     sizes = {label: [] for label in range(len(SHAPE_CLASSES))}
     triangle_turns = []
@@ -471,21 +471,22 @@ def test_v3_classification_contrast_polarity_and_sizes():
         contrast = luma[inside].mean() - luma[_band(mask, 3, 6)].mean()
         assert 70 <= abs(contrast) <= 215, contrast  # 80-200 by design; noise (std 12) and the gradient's slope
         polarity[label].append(contrast > 0)
-        sizes[label].append(np.sqrt(mask.sum()))
+        radius = np.linalg.norm(polygon - polygon.mean(0), axis=1).max() / 64
+        assert 0.259 <= radius <= 0.421, (SHAPE_CLASSES[label], radius)
+        sizes[label].append(radius)
         if SHAPE_CLASSES[label] == 'triangle':
-            radius = np.linalg.norm(polygon - polygon.mean(0), axis=1).max() / 64
-            assert 0.31 <= radius <= 0.445, radius
             tip = polygon[0] - polygon.mean(0)
             triangle_turns.append(np.degrees(np.arctan2(tip[1], tip[0]) - np.pi / 2) % 120)
     for label in polarity:
         assert 0.25 <= np.mean(polarity[label]) <= 0.75, (SHAPE_CLASSES[label], np.mean(polarity[label]))
     mean_sizes = [np.mean(v) for v in sizes.values()]
-    assert max(mean_sizes) / min(mean_sizes) < 1.15
+    assert max(mean_sizes) / min(mean_sizes) < 1.1
     assert np.histogram(triangle_turns, bins=4, range=(0, 120))[0].min() >= 3  # not only near upright
 
 
 def test_v3_scene_counts_and_overlap():
-    """ADE20K: 1-4 shapes, overlapping in some scenes; COCO: 1-3 shapes kept apart, 0.12-0.24 of 128 px."""
+    """ADE20K: 1-4 shapes, overlapping in some scenes; COCO: 1-3 shapes kept apart, circumradii 0.12-0.24 of 128
+    px."""
     ade = [style_v3.render_scene(np.random.default_rng([8, i]), 64, 'ade20k')[1] for i in range(80)]
     counts = [len(shapes) for shapes in ade]
     assert min(counts) == 1 and max(counts) == 4
@@ -496,8 +497,8 @@ def test_v3_scene_counts_and_overlap():
         grown = [_dilate(s.fill | s.border, 1) for s in shapes]
         assert np.stack(grown).sum(0).max() == 1, 'shapes (with their outlines) touch'
         for shape in shapes:
-            side = np.sqrt(shape.fill.sum()) / 128
-            assert 0.10 <= side <= 0.26, side
+            radius = np.linalg.norm(shape.polygon - shape.polygon.mean(0), axis=1).max() / 128
+            assert 0.119 <= radius <= 0.241, radius
 
 
 @pytest.mark.parametrize('name', sorted(SMALL))

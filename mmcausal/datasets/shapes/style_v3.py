@@ -6,12 +6,10 @@ of Pillow) lies within +-:data:`GRADIENT_SPREAD` of an image level drawn for tha
 of random hue whose luma differs from the mean luma of the background under the shape and its outline by
 :data:`MIN_CONTRAST` to :data:`MAX_CONTRAST` grey levels, in the image's direction; the 1-2 pixel outline has a
 uniformly random colour; Gaussian pixel noise of std :data:`NOISE_STD`. Shapes are rotated uniformly in
-[0, 2 pi). Sizes are ``sqrt(area)`` fractions of the image side, the same for every class (per
-:data:`LAYOUTS`: ImageNet 0.36-0.50, i.e. circumradii from 0.20 (circle) to 0.44 (triangle) of the image; ADE20K
-0.28-0.45 at 64 px with 1-4 overlapping shapes; COCO 0.12-0.24 of 128 px with 1-3 shapes kept apart). A
-circumradius of 0.26-0.42 for every class would make the area tell circles (3.1 r^2) from triangles (1.3 r^2).
-The classification twins stay near the 35 % bar on this style (one seed each, 30 epochs: iLLaMA 35 %, CaiT 39,
-De-focus Mamba 31; with sizes 0.30-0.48: iLLaMA 38, CaiT 26-36 over five recipe variants, Mamba 33-41).
+[0, 2 pi). Sizes are circumradii (the largest vertex distance from the centre) as fractions of the image side,
+drawn uniformly for every class (per :data:`LAYOUTS`: ImageNet and ADE20K 0.26-0.42 at 64 px, ADE20K with 1-4
+overlapping shapes; COCO 0.12-0.24 of 128 px with 1-3 shapes kept apart), the statistics of the review's
+independent draw (issue 29). At one circumradius a circle covers 2.4x a triangle's area, as in that draw.
 """
 from typing import Dict, List, Optional, Tuple
 
@@ -19,13 +17,13 @@ import numpy as np
 from PIL import Image
 
 from .drawing import PaintedShape, finish_image, linear_gradient
-from .geometry import SHAPE_CLASSES, ShapeDraw, centred_shape, place_shapes, polygon_mask, ring
+from .geometry import SHAPE_CLASSES, ShapeDraw, centred_shape, circumradius, place_shapes, polygon_mask, ring
 from .style_v2 import LayoutStyle
 
+#: Per layout: circumradius (fraction of the image side; not ``sqrt(area)`` as in v2) and shapes per image.
 LAYOUTS: Dict[str, LayoutStyle] = dict(
-    # up to 0.50: the largest triangle (circumradius 0.88 sqrt(area)) keeps 0.06 of the image to the border
-    imagenet=LayoutStyle(size=(0.36, 0.50), count=(1, 1)),
-    ade20k=LayoutStyle(size=(0.28, 0.45), count=(1, 4)),
+    imagenet=LayoutStyle(size=(0.26, 0.42), count=(1, 1)),
+    ade20k=LayoutStyle(size=(0.26, 0.42), count=(1, 4)),
     coco=LayoutStyle(size=(0.12, 0.24), count=(1, 3)),
 )
 #: Whether the shapes of a scene may overlap, per layout.
@@ -56,10 +54,11 @@ def colour_of_luma(rng: np.random.Generator, luma: float) -> np.ndarray:
 
 
 def _shape(rng: np.random.Generator, image_size: int, layout: str, label: Optional[int] = None) -> ShapeDraw:
-    """Draw ``(label, area, angle)``: ``sqrt(area)`` uniform in the layout's size range, any angle."""
+    """Draw ``(label, area, angle)``: the circumradius uniform in the layout's size range, any angle."""
     if label is None:
         label = int(rng.integers(len(SHAPE_CLASSES)))
-    area = (rng.uniform(*LAYOUTS[layout].size) * image_size)**2
+    radius = rng.uniform(*LAYOUTS[layout].size) * image_size
+    area = (radius / circumradius(SHAPE_CLASSES[label], 1.0))**2
     return label, area, rng.uniform(0., 2 * np.pi)
 
 
