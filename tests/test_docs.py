@@ -49,3 +49,24 @@ def test_command_runs_real_scripts_with_real_options(document, command):
         assert unknown == [], f'{document}: {script} has no option {unknown}'
     for config in re.findall(r'\bconfigs/[\w/.-]+\.py\b', command):
         assert (ROOT / config).is_file(), f'{document}: {config} does not exist'
+
+
+def anchors(document: Path) -> set:
+    """GitHub's anchors of a Markdown file's headings (lower case, punctuation dropped, spaces to hyphens)."""
+    headings = re.findall(r'(?m)^#+ (.+)$', re.sub(r'```.*?```', '', document.read_text(), flags=re.S))
+    return {re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-') for heading in headings}
+
+
+@pytest.mark.parametrize('document', DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_relative_links_point_at_files_and_headings(document):
+    text = document.read_text()
+    targets = re.findall(r'\]\(([^)\s]+)\)', text) + re.findall(r'<img src="([^"]+)"', text)
+    broken = []
+    for target in targets:
+        if re.match(r'[a-z]+:', target):
+            continue
+        path, _, anchor = target.partition('#')
+        file = document.parent / path if path else document
+        if not file.exists() or (anchor and file.suffix == '.md' and anchor not in anchors(file)):
+            broken.append(target)
+    assert broken == []
