@@ -127,3 +127,13 @@ def test_image_demo_refuses_a_model_without_an_inferencer(tmp_path):
     _, checkpoint, _ = _checkpoint_and_model(config, tmp_path)
     with pytest.raises(SystemExit, match="ConfigError: .*model type 'MAE'.* no image inferencer"):
         _tool().main([str(ROOT / config), checkpoint, _image(tmp_path, 64)])
+
+
+def test_get_model_builds_the_config_with_the_checkpoint(tmp_path):
+    """mmpretrain's ``get_model(config, pretrained=checkpoint)`` (the family pages' snippet) gives the checkpoint's
+    model: the same class scores as ``test_step``."""
+    from mmpretrain import get_model
+    cfg, checkpoint, model = _checkpoint_and_model(CLASSIFIERS[1], tmp_path)
+    image = _image(tmp_path, 64)
+    built = get_model(str(ROOT / CLASSIFIERS[1]), pretrained=checkpoint, device='cpu').eval()
+    torch.testing.assert_close(_test_step(cfg, built, image).pred_score, _test_step(cfg, model, image).pred_score)
