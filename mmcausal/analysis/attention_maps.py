@@ -193,9 +193,13 @@ def maps_figure(rows: List[MapRow], query: Token, output: Token) -> Figure:
                     f'|d {output} / d pixels| per token')
         for ax in panels:
             ax.set_axis_off()
-    figure.suptitle(f'Where the {describe(query)} attends and which pixels the {describe(output)} depends on, at '
-                    'the layer each row names (layers counted from 1). Each map is divided by its own maximum; the '
-                    'white square marks the query token; image tokens in raster order.', fontsize=8, wrap=True)
+    drawn = ([f'where the {describe(query)} attends (white square: the query token)']
+             if any(row.attention is not None for row in rows) else [])
+    if any(row.gradient is not None for row in rows):
+        drawn.append(f'which pixels the {describe(output)} depends on')
+    what = ' and '.join(drawn)
+    figure.suptitle(f'{what[:1].upper()}{what[1:]}, at the layer each row names (layers counted from 1). Each map is '
+                    'divided by its own maximum; image tokens in raster order.', fontsize=8, wrap=True)
     return figure
 
 
