@@ -1,5 +1,6 @@
 """The model zoo: every config is listed once in its folder's ``metafile.yml`` and ``README.md``, the top README
 links each folder's README, and every listed config builds with the listed parameter count."""
+import re
 from pathlib import Path
 from typing import List
 
@@ -52,3 +53,90 @@ def test_listed_config_builds_with_the_listed_parameter_count(model):
     assert path.is_file(), f'{model["Name"]}: no {path}'
     built = build_on_meta(Config.fromfile(str(path)))
     assert sum(param.numel() for param in built.parameters()) == model['Metadata']['Parameters']
+
+
+# --- checkpoint names and download links ---------------------------------------------------------------------------
+#: A converted (or pre-trained) checkpoint named directly under checkpoints/ or work_dirs/ (not a run's epoch_N.pth).
+CHECKPOINT_NAME = re.compile(r'\b(?:checkpoints|work_dirs)/[\w.-]+\.pth\b')
+CONVERTER_COMMAND = re.compile(r'tools/model_converters/\w+2mmcausal\.py((?:[^\n\\]|\\{1,2}\n)*)')
+
+
+def documents() -> List[Path]:
+    """Every text a user reads a checkpoint name in: READMEs, docs, converter docstrings and config comments."""
+    return [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')), *(folder / 'README.md' for folder in FOLDERS),
+            *sorted((ROOT / 'tools/model_converters').glob('*.py')), *sorted((ROOT / 'configs').rglob('*.py'))]
+
+
+def official_urls() -> List[str]:
+    return [model['Converted From']['Weights'] for model in listed_models()
+            if (model.get('Converted From') or {}).get('Weights')]
+
+
+def known_names() -> set:
+    """The configs' default paths (quoted strings) and the metafiles' ``Converted Weights``."""
+    quoted = re.compile(r"""['"]((?:checkpoints|work_dirs)/[\w.-]+\.pth)['"]""")
+    defaults = {name for path in (ROOT / 'configs').rglob('*.py') for name in quoted.findall(path.read_text())}
+    return defaults | {model['Converted Weights'] for model in listed_models() if 'Converted Weights' in model}
+
+
+def test_every_checkpoint_name_is_a_config_default_or_a_listed_conversion():
+    """One name per model: a name a README, doc, converter or config gives is a config's default path or the
+    metafile's ``Converted Weights`` of a model (which the configs' defaults use)."""
+    known = known_names()
+    unknown = {(relative(path), name) for path in documents() for name in CHECKPOINT_NAME.findall(path.read_text())
+               if name not in known}
+    assert unknown == set()
+
+
+def test_converter_commands_convert_the_released_files():
+    """``tools/model_converters/*2mmcausal.py SRC DST``: SRC is the name of a released file (as downloaded from a
+    direct link of the metafiles or the family READMEs); DST's name is checked with every other name above."""
+    links = official_urls() + [url for folder in FOLDERS
+                               for url in re.findall(r'https://\S+?\.pth', (folder / 'README.md').read_text())]
+    released = {url.rsplit('/', 1)[1] for url in links}
+    wrong = []
+    for path in documents():
+        for arguments in CONVERTER_COMMAND.findall(path.read_text()):
+            files = [word for word in arguments.replace('\\', ' ').split() if word.endswith('.pth')]
+            if files and files[0] not in released:
+                wrong.append((relative(path), files[0]))
+    assert wrong == []
+
+
+@pytest.mark.parametrize('folder', FOLDERS, ids=lambda folder: folder.name)
+def test_official_weights_have_direct_links_in_metafile_and_readme(folder):
+    """Every full-size model either links its released file directly (no GitHub/Hugging Face page, no anchor) or
+    says that there is none; the family README gives each link and the converted file's name."""
+    readme = (folder / 'README.md').read_text()
+    for model in metafile(folder)['Models']:
+        if 'nano' in model['Name']:
+            continue
+        url = (model.get('Converted From') or {}).get('Weights')
+        if url is None:
+            assert model.get('Official Weights') == 'no public file', model['Name']
+            continue
+        assert re.fullmatch(r'https://\S+\.pth', url) and '/blob/' not in url, url
+        assert url in readme, f'{folder.name}/README.md does not link {url}'
+        name = model['Converted Weights']
+        assert name in readme, f'{folder.name}/README.md does not name {name}'
+
+
+@pytest.mark.parametrize('folder', FOLDERS, ids=lambda folder: folder.name)
+def test_results_say_whose_numbers_they_are(folder):
+    """The tiny twins' results are ours; every other listed result is labelled as the paper's or the official
+    README's (we have trained no full-size model)."""
+    for model in metafile(folder)['Models']:
+        if model.get('Results'):
+            expected = {'ours'} if 'nano' in model['Name'] else {'paper', 'official README'}
+            assert model.get('Results Source') in expected, model['Name']
+
+
+def test_model_index_imports_every_metafile_and_parses():
+    """``model-index.yml`` (what ``mim search`` reads) lists every family's metafile, and mim's parser (modelindex)
+    loads every model of them with its config and results."""
+    from modelindex.load_model_index import load
+    index = yaml.safe_load((ROOT / 'model-index.yml').read_text())
+    assert sorted(index['Import']) == sorted(relative(folder / 'metafile.yml') for folder in FOLDERS)
+    models = load(str(ROOT / 'model-index.yml')).models
+    assert sorted(model.name for model in models) == sorted(model['Name'] for model in listed_models())
+    assert all((ROOT / model.config).is_file() for model in models)

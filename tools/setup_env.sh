@@ -13,7 +13,7 @@
 # builds CPU ops instead (the detectors then cannot run on the GPU); =cuda forces CUDA ops (with
 # TORCH_CUDA_ARCH_LIST where no GPU is visible). The decisions: tools/misc/mmcv_build_plan.py.
 #
-# Why each step is the way it is: README.md, "Compatibility notes".
+# Why each step is the way it is: docs/compatibility.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"

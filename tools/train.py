@@ -10,17 +10,28 @@ A config with ``runner_type = 'FlexibleRunner'`` (the ``*-fsdp-*`` configs of th
 
 A mistake in the config, data or checkpoint ends with one line saying what to change (exit status 1);
 ``--debug`` shows its full traceback instead.
+
+Fine-tuning a whole trained model (``--cfg-options load_from=PATH``, e.g. a released detector) skips the config's
+``Pretrained`` inits whose file is missing (the backbone's ImageNet file): ``load_from``'s weights replace them.
 """
 import argparse
+import logging
 from typing import List, Optional
 
 from mmengine.config import Config
 from mmengine.device import get_device
+from mmengine.logging import print_log
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
 from mmcausal.apis import run
 from mmcausal.utils import end_distributed_run
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
+from mmcausal.utils.cli import (
+    add_common_arguments,
+    check_checkpoint_argument,
+    check_common_arguments,
+    load_config,
+    skip_pretrained_replaced_by_load_from,
+)
 
 RESUME_LATEST = 'auto'
 
@@ -63,6 +74,9 @@ def apply_train_options(cfg: Config, args: argparse.Namespace) -> Config:
     elif args.resume is not None:
         cfg.resume = True
         cfg.load_from = args.resume
+    for key, path in skip_pretrained_replaced_by_load_from(cfg):
+        print_log(f'{key} = {path!r} does not exist: skipped, since load_from = {cfg.load_from!r} replaces '
+                  'the weights it would initialise.', logger='current', level=logging.WARNING)
     return cfg
 
 

@@ -64,7 +64,7 @@ test_dataloader = val_dataloader
 
 warmup_epochs = 5
 # AMP dtype: fp16 (AmpOptimWrapper's default, dynamic loss scale), as the paper trained (Sec. 4: fp16).
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     type='AmpOptimWrapper',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05, eps=1e-8, betas=(0.9, 0.999)),

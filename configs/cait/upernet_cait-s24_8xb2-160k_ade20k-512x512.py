@@ -51,7 +51,7 @@ model = dict(
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(341, 341)))
 
 # AMP dtype: fp16 (dynamic loss scale), as the VisionLLaMA UperNet recipe this one follows.
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,
     type='AmpOptimWrapper',  # dynamic loss scaling by default

@@ -9,8 +9,8 @@
 # Resolution transfer as released: delta_scale_factor 2.0 and rope_scale_factor 4.0 (r = 384 / 192 = 2: Delta / r,
 # positions / r^2). `img_size=192, delta_scale_factor='auto', rope_scale_factor='auto'` gives the same numbers.
 # Start from the 22K weights: `python tools/model_converters/defocus2mmcausal.py --ema --head-rows map22kto1k.txt
-# defocus_mamba_large_22k.pth large_22kto1k.pth` (the official convert_22k_to_1k.py takes model_ema and slices the
-# heads) and set `load_from` to the result.
+# defocus_mamba_large_cls_21k.pth checkpoints/defocus-mamba-large_22kto1k.pth` (the official convert_22k_to_1k.py
+# takes model_ema and slices the heads) and set `load_from` to the result.
 _base_ = ['./defocus-mamba-base_8xb64-300e_in1k.py']
 
 model = dict(

@@ -1,6 +1,6 @@
 # De-focus Mamba-L (330M) fine-tuned at 384 px, sharded with FSDP: the recipe of
 # defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py, run by mmengine's FlexibleRunner with one FSDP unit per
-# block (../_base_/strategies; README, "Sharded training of the Large models"). Three changes, all forced by the
+# block (../_base_/strategies; docs/sharding.md). Three changes, all forced by the
 # sharding, none to the recipe:
 # * EMA: mmengine's EMAHook deep-copies the model, which an FSDP model refuses; ShardedEMAHook keeps the same average
 #   (momentum 1e-4 every iteration, evaluation on the EMA weights) for each rank's parameter shards.

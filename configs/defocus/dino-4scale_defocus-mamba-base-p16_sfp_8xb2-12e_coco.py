@@ -30,9 +30,10 @@
 # installed) and RoPE angles are fp32 (the official detection backbone also runs fp32, so nothing changes).
 #
 # Initialisation: convert the official ImageNet checkpoint, then train:
-#   python tools/model_converters/defocus2mmcausal.py defocus_mamba_base.pth checkpoints/defocus-mamba-base_in1k.pth
+#   python tools/model_converters/defocus2mmcausal.py defocus_mamba_base_cls.pth checkpoints/defocus-mamba-base_in1k.pth
 # (the official detection flow converted the `model` weights, not the EMA). A released detector checkpoint (whole
-# mmdet detector or flat backbone) converts with the same command; its neck and DINO weights are kept.
+# mmdet detector or flat backbone) converts with the same command; its neck and DINO weights are kept. To fine-tune
+# the released detector, set `load_from` to it (the missing ImageNet file above is then skipped; README).
 _base_ = ['mmdet::dino/dino-4scale_r50_improved_8xb2-12e_coco.py']
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 

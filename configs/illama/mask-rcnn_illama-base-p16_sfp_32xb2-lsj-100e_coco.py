@@ -54,7 +54,7 @@ model = dict(
 find_unused_parameters = True
 
 # AMP dtype: fp16 (dynamic loss scale), as ViTDet's recipe; RoIAlign and NMS run in fp32 under bf16 (compat.py).
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,
     type='AmpOptimWrapper',  # dynamic loss scaling by default (needs a GPU)

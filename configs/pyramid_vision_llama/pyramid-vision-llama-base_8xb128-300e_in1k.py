@@ -32,7 +32,7 @@ model = dict(
     head=dict(in_channels=768))
 
 # AMP dtype: fp16 (dynamic loss scale), the official Twins/DeiT code's torch.cuda.amp.
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     type='AmpOptimWrapper',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05, eps=1e-8, betas=(0.9, 0.999)),

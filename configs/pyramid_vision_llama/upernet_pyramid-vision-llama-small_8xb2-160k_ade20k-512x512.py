@@ -21,7 +21,7 @@ model = dict(
     test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
 
 # AMP dtype: fp16 (dynamic loss scale), as the official runs (mmseg's fp16 AMP).
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(type='AmpOptimWrapper')  # the official runs used AMP (needs a GPU)
 # Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
 train_cfg = dict(type='ExactResumeIterBasedTrainLoop')

@@ -43,7 +43,7 @@ model = dict(
 # norms (`ln1`/`ln2`) and all biases from weight decay but not the encoder's `norm1`/`norm2`/`norm`
 # LayerNorms; norm_decay_mult=0 does (it selects LayerNorm modules by type, whatever their names).
 # AMP dtype: fp16 (the inherited AmpOptimWrapper, dynamic loss scale), as the official mmpretrain MAE config.
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(paramwise_cfg=dict(norm_decay_mult=0.0))
 
 # Configs inherited with `mmpretrain::` get `_scope_='mmpretrain'` stamped on nested typed dicts, and the

@@ -45,7 +45,7 @@ model = dict(
         init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')))
 
 # AMP dtype: fp16 (dynamic loss scale), as the official runs (mmseg's fp16 AMP).
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,
     type='AmpOptimWrapper',  # dynamic loss scaling by default

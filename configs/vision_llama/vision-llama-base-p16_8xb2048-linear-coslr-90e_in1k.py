@@ -13,7 +13,7 @@ custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH
 pretrained = 'work_dirs/mae_vision-llama-base-p16_8xb512-amp-coslr-800e_in1k/epoch_800.pth'
 # AMP dtype: fp16 (the inherited AmpOptimWrapper, dynamic loss scale), as mmpretrain's MAE linear probe.
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 
 model = dict(
     backbone=dict(

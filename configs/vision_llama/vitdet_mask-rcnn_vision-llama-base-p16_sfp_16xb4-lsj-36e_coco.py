@@ -95,7 +95,7 @@ val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
 # AMP dtype: fp16 (dynamic loss scale), as the official code; RoIAlign and NMS run in fp32 under bf16 (compat.py).
-# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (README, GPU hosts).
+# bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,
     type='AmpOptimWrapper',  # dynamic loss scaling by default

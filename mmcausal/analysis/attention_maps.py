@@ -23,11 +23,12 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 import torch.nn.functional as F
+from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from mmcausal.models.layers import TokenLayout, record_attention
 from .errors import AnalysisError
-from .plotting import new_figure, overlay, save_figure
+from .plotting import fraction_colorbar, new_figure, overlay, save_figure
 from .tokens import (
     Token,
     cls_slot,
@@ -129,13 +130,19 @@ def cell_means(pixels: Tensor, grid: Tuple[int, int]) -> Tensor:
 
 @dataclass
 class MapRow:
-    """One model's row of the figure: its label, the picture ``(H, W, 3)``, the block index and the maps it was
-    asked for."""
+    """One model's row of the figure: its label, the picture ``(H, W, 3)``, the block index (from 0) and the number
+    of blocks, and the maps it was asked for."""
     label: str
     picture: np.ndarray
     layer: int
+    num_layers: int
     attention: Optional[AttentionMap] = None
     gradient: Optional[GradientMap] = None
+
+    @property
+    def layer_name(self) -> str:
+        """The layer counted from 1, as the README and the papers count: ``layer 3 of 4``."""
+        return f'layer {self.layer + 1} of {self.num_layers}'
 
 
 def map_rows_csv(row: MapRow) -> List[list]:
@@ -157,29 +164,50 @@ def map_rows_csv(row: MapRow) -> List[list]:
 MAP_HEADER = ('model', 'layer', 'map', 'head', 'row', 'col', 'value')
 
 
-def plot_maps(rows: List[MapRow], query: Token, output: Token, path: str) -> str:
+def maps_figure(rows: List[MapRow], query: Token, output: Token) -> Figure:
     """One row per model: the image, the query's attention (mean, then per head), the attention matrix and the
-    gradient map (its token view, :func:`cell_means`), each divided by its maximum."""
+    gradient map (its token view, :func:`cell_means`), each divided by its maximum, with colour bars, ticks (pixels;
+    tokens for the matrix) and a title that says what is drawn."""
     columns = [1 + (0 if row.attention is None else row.attention.heads.shape[0] + 2) + (row.gradient is not None)
                for row in rows]
-    figure, axes = new_figure(len(rows), max(columns), (2.1, 2.3))
+    figure, axes = new_figure(len(rows), max(columns), (2.5, 2.5))
     for ax_row, row in zip(axes, rows):
-        overlay(ax_row[0], row.picture, None, '\n'.join(textwrap.wrap(row.label, 30)))
+        overlay(ax_row[0], row.picture, None, '\n'.join(textwrap.wrap(f'{row.label}, {row.layer_name}', 30)))
         panels = iter(ax_row[1:])
         if row.attention is not None:
             attention = row.attention
             cls = '' if attention.cls is None else f', cls key {float(attention.cls.mean()):.2f}'
-            overlay(next(panels), row.picture, attention.heads.mean(0), f'layer {row.layer}, query {query}: mean{cls}',
+            overlay(next(panels), row.picture, attention.heads.mean(0), f'query {query}: mean of heads{cls}',
                     mark=attention.query_cell)
             for head, values in enumerate(attention.heads):
-                overlay(next(panels), row.picture, values, f'head {head}', mark=attention.query_cell)
+                overlay(next(panels), row.picture, values, f'query {query}: head {head + 1}', mark=attention.query_cell)
             ax = next(panels)
             ax.imshow(attention.matrix.numpy(), cmap='viridis', vmin=0, vmax=1, interpolation='nearest')
-            ax.set_title('attention matrix (query x key)', fontsize=8)
-            ax.set_axis_off()
+            ax.set_xlabel('key token', fontsize=6)
+            ax.set_ylabel('query token', fontsize=6)
+            ax.tick_params(labelsize=6, length=2)
+            fraction_colorbar(ax, 'viridis')
+            ax.set_title('attention matrix (mean of heads)', fontsize=8)
         if row.gradient is not None:
             overlay(next(panels), row.picture, cell_means(row.gradient.pixels, row.gradient.grid)[0],
-                    f'|d {output} / d pixels| per token, layer {row.layer}')
+                    f'|d {output} / d pixels| per token')
         for ax in panels:
             ax.set_axis_off()
-    return save_figure(figure, path)
+    drawn = ([f'where the {describe(query)} attends (white square: the query token)']
+             if any(row.attention is not None for row in rows) else [])
+    if any(row.gradient is not None for row in rows):
+        drawn.append(f'which pixels the {describe(output)} depends on')
+    what = ' and '.join(drawn)
+    figure.suptitle(f'{what[:1].upper()}{what[1:]}, at the layer each row names (layers counted from 1). Each map is '
+                    'divided by its own maximum; image tokens in raster order.', fontsize=8, wrap=True)
+    return figure
+
+
+def describe(token: Token) -> str:
+    """``'class token'`` or ``'patch token 27'``."""
+    return 'class token' if token == 'cls' else f'patch token {token}'
+
+
+def plot_maps(rows: List[MapRow], query: Token, output: Token, path: str) -> str:
+    """Write :func:`maps_figure` as a PNG; returns ``path``."""
+    return save_figure(maps_figure(rows, query, output), path)

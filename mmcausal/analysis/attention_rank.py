@@ -21,6 +21,7 @@ from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from mmcausal.models.layers import record_attention
@@ -137,8 +138,9 @@ RANK_HEADER = ('model', 'layer', 'name', 'head', 'matrices', 'rows', 'cols', 'nu
                f'index_at_{RANK_LEVEL}')
 
 
-def plot_rank_curves(results: Dict[str, List[LayerRank]], layer: int, head: int, path: str) -> str:
-    """Fig. 4: cumulative normalised singular values against the index for one layer and head, one line per model."""
+def rank_curve_figure(results: Dict[str, List[LayerRank]], layer: int, head: int) -> Figure:
+    """Fig. 4: cumulative normalised singular values against the index for one layer and head, one line per model
+    (layer and head counted from 1 in the figure)."""
     figure, axes = new_figure(1, 1, (5.2, 4.))
     ax = axes[0, 0]
     for label, ranks in results.items():
@@ -150,24 +152,39 @@ def plot_rank_curves(results: Dict[str, List[LayerRank]], layer: int, head: int,
     length = max(len(check_layer_head(ranks, layer, head).curve[head]) for ranks in results.values())
     ax.plot([0, length], [0, 1], color='grey', linestyle='--', linewidth=1, label='uniform spectrum')
     ax.axhline(RANK_LEVEL, color='grey', linewidth=.8)
+    number = layer % len(next(iter(results.values()))) + 1
     ax.set(xlabel='matrix index k', ylabel='cumulative normalised singular value', xlim=(0, length), ylim=(0, 1.02),
-           title=f'attention layer {layer}, head {head}')
+           title=f'Attention spectrum, layer {number}, head {head + 1}\n(dotted: index where it reaches {RANK_LEVEL}; '
+                 'lower = lower rank)')
+    ax.title.set_fontsize(9)
     ax.legend(fontsize=7, loc='lower right')
-    return save_figure(figure, path)
+    return figure
 
 
-def plot_rank_layers(results: Dict[str, List[LayerRank]], path: str) -> str:
-    """Effective and numerical rank per attention layer (mean over heads, the heads' range shaded), one line per
-    model."""
-    figure, axes = new_figure(1, 2, (4.4, 3.4))
+def plot_rank_curves(results: Dict[str, List[LayerRank]], layer: int, head: int, path: str) -> str:
+    """Write :func:`rank_curve_figure` as a PNG; returns ``path``."""
+    return save_figure(rank_curve_figure(results, layer, head), path)
+
+
+def rank_layers_figure(results: Dict[str, List[LayerRank]]) -> Figure:
+    """Effective and numerical rank per attention layer (counted from 1): the mean over heads as a line, the range
+    over heads (lowest to highest head) as a shaded band of the same colour, one model per colour."""
+    figure, axes = new_figure(1, 2, (4.4, 3.6))
     for ax, stat, title in ((axes[0, 0], 'effective', 'effective rank'), (axes[0, 1], 'numerical', 'numerical rank')):
         for label, ranks in results.items():
             values = [getattr(rank, stat) for rank in ranks]
-            layers = np.arange(len(values))
-            ax.plot(layers, [float(v.mean()) for v in values], marker='o', markersize=3, label=label)
+            layers = np.arange(1, len(values) + 1)
+            ax.plot(layers, [float(v.mean()) for v in values], marker='o', markersize=3, label=f'{label}: mean')
             ax.fill_between(layers, [float(v.min()) for v in values], [float(v.max()) for v in values],
-                            color=ax.lines[-1].get_color(), alpha=.15)
-        ax.set(xlabel='attention layer', ylabel=title, title=f'{title} (mean over heads)')
-        ax.set_xticks(np.arange(max(len(ranks) for ranks in results.values())))
-    axes[0, 0].legend(fontsize=7)
-    return save_figure(figure, path)
+                            color=ax.lines[-1].get_color(), alpha=.15, label=f'{label}: min-max over heads')
+        ax.set(xlabel='attention layer (from 1)', ylabel=title, title=f'{title} per layer')
+        ax.set_xticks(np.arange(1, max(len(ranks) for ranks in results.values()) + 1))
+    axes[0, 0].legend(fontsize=6)
+    figure.suptitle('Rank of the attention matrices, averaged over the images: line = mean over heads, shaded band = '
+                    'range from the lowest to the highest head', fontsize=8, wrap=True)
+    return figure
+
+
+def plot_rank_layers(results: Dict[str, List[LayerRank]], path: str) -> str:
+    """Write :func:`rank_layers_figure` as a PNG; returns ``path``."""
+    return save_figure(rank_layers_figure(results), path)

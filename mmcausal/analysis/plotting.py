@@ -8,6 +8,8 @@ from typing import Iterable, Optional, Sequence, Tuple
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from PIL import Image
@@ -56,11 +58,26 @@ def display_image(inputs: Tensor) -> np.ndarray:
     return image.permute(1, 2, 0).numpy()
 
 
+def fraction_colorbar(ax: Axes, cmap: str, label: str = 'fraction of max') -> None:
+    """A colour bar beside ``ax`` for values divided by their maximum (0 to 1)."""
+    bar = ax.figure.colorbar(ScalarMappable(Normalize(0, 1), cmap), ax=ax, fraction=.046, pad=.03, ticks=[0, .5, 1])
+    bar.ax.tick_params(labelsize=6)
+    bar.set_label(label, fontsize=6)
+
+
+def pixel_ticks(ax: Axes, height: int, width: int) -> None:
+    """Ticks at the image's corners and middle, in pixels."""
+    ax.set_xticks([0, width // 2, width])
+    ax.set_yticks([0, height // 2, height])
+    ax.tick_params(labelsize=6, length=2)
+
+
 def overlay(ax: Axes, image: np.ndarray, heat: Optional[Tensor], title: str, cmap: str = 'jet',
             mark: Optional[Tuple[int, int]] = None) -> None:
     """Draw ``image`` (in grey under a heat map) with ``heat`` (any ``(h, w)`` grid, stretched over it, divided by
-    its maximum) on top; ``mark`` outlines cell ``(row, col)`` of the grid."""
+    its maximum, with a colour bar) on top; ``mark`` outlines cell ``(row, col)`` of the grid. Ticks in pixels."""
     height, width = image.shape[:2]
+    pixel_ticks(ax, height, width)
     if heat is None:
         ax.imshow(image, extent=(0, width, height, 0))
     else:
@@ -73,6 +90,6 @@ def overlay(ax: Axes, image: np.ndarray, heat: Optional[Tensor], title: str, cma
             cell_h, cell_w = height / values.shape[0], width / values.shape[1]
             ax.add_patch(Rectangle((mark[1] * cell_w, mark[0] * cell_h), cell_w, cell_h, fill=False,
                                    edgecolor='white', linewidth=1.5))
+        fraction_colorbar(ax, cmap)
     ax.set_title(title, fontsize=8)
-    ax.set_axis_off()
 

@@ -11,7 +11,7 @@ import os
 import os.path as osp
 import re
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence, Tuple, Type
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Type
 
 from mmengine.config import Config, DictAction
 
@@ -168,9 +168,44 @@ def check_pretrained_paths(cfg: Config) -> None:
         paths.append(('load_from', cfg.load_from))
     for key, path in paths:
         if '://' not in path and not (is_checkpoint(path) if key == 'load_from' else osp.isfile(path)):
+            whole_model = '' if key == 'load_from' else (
+                ', or fine-tune a whole trained model with --cfg-options load_from=PATH (its weights replace this '
+                'init, which is then skipped)')
             raise PretrainedNotFoundError(
                 f'{key} = {path!r} does not exist. Produce it first (pre-training run or a converter in '
-                f'tools/model_converters/) or point to it with --cfg-options {key}=PATH.')
+                f'tools/model_converters/) or point to it with --cfg-options {key}=PATH{whole_model}.')
+
+
+def _is_missing_pretrained(node: Any) -> bool:
+    checkpoint = node.get('checkpoint') if isinstance(node, dict) and node.get('type') == 'Pretrained' else None
+    return isinstance(checkpoint, str) and '://' not in checkpoint and not osp.isfile(checkpoint)
+
+
+def _drop_missing_pretrained(node: Any, where: str) -> Iterator[Tuple[str, str]]:
+    """Remove the ``Pretrained`` inits with a missing local file under ``node`` (a dict's entry becomes ``None``, a
+    list's element goes); yield ``(config key, file)`` of each."""
+    children = list(node.items()) if isinstance(node, dict) else list(enumerate(node)) \
+        if isinstance(node, list) else []
+    for key, child in children:
+        at = f'{where}.{key}' if isinstance(node, dict) else f'{where}[{key}]'
+        if _is_missing_pretrained(child):
+            yield f'{at}.checkpoint', child['checkpoint']
+        else:
+            yield from _drop_missing_pretrained(child, at)
+    if isinstance(node, dict):
+        node.update({key: None for key, child in children if _is_missing_pretrained(child)})
+    elif isinstance(node, list):
+        node[:] = [child for child in node if not _is_missing_pretrained(child)]
+
+
+def skip_pretrained_replaced_by_load_from(cfg: Config) -> List[Tuple[str, str]]:
+    """With ``load_from`` set (fine-tuning a whole trained model, ``--resume CKPT``), its weights replace every
+    ``Pretrained`` init, so an init whose file is missing (the backbone's ImageNet file of a released detector) is
+    skipped instead of stopping the run; returns ``(config key, file)`` of each skipped init. Inits whose file
+    exists are kept (a partial ``load_from`` may rely on them)."""
+    if not cfg.get('load_from') or not cfg.get('model'):
+        return []
+    return list(_drop_missing_pretrained(cfg.model, 'model'))
 
 
 def unknown_layer_type_error(error: BaseException) -> Optional[ConfigError]:

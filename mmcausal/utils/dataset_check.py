@@ -74,7 +74,7 @@ def check_dataset_paths(cfg: Config, dataloaders: Sequence[str]) -> None:
             if missing:
                 raise DatasetNotFoundError(
                     f'{name}: dataset {dataset.get("type", "?")} expects {missing[0]!r}, which does not '
-                    f'exist. Put the dataset there (README, "Training and testing"), or point the config '
+                    f'exist. Put the dataset there (docs/training.md), or point the config '
                     f'elsewhere with --cfg-options {name}.dataset.data_root=PATH. For a quick try, the '
                     'embedded synthetic data: python tools/dataset_converters/make_shapes_datasets.py')
 

@@ -104,3 +104,21 @@ def test_cli_refuses_attention_maps_of_mamba_but_draws_its_gradient(image_folder
     load_tool('attention_maps').main([*args, '--maps', 'gradient', '--output', '5'])
     with open(tmp_path / 'attention_maps.csv') as file:
         assert len(list(csv.DictReader(file))) == 16  # the 4 x 4 grid of its 16 px patches
+
+
+def test_maps_figure_is_readable_alone():
+    """Layers and heads counted from 1 (as the README), a colour bar beside every heat map and the matrix, ticks,
+    axis names on the matrix, and a title that says what is drawn."""
+    from mmcausal.analysis.attention_maps import MapRow, maps_figure
+    model, image = build_backbone('bidirectional'), torch.randn(1, 3, 16, 16)
+    row = MapRow('twin', image[0].permute(1, 2, 0).numpy().clip(0, 1), 1, 2,
+                 attention_map(model, image, 1, OUT), gradient_map(model, image, 1, 'cls'))
+    figure = maps_figure([row], OUT, 'cls')
+    panels = figure.axes[:6]  # image, mean, 2 heads, matrix, gradient; colour bars come after them
+    assert 'layer 2 of 2' in panels[0].get_title()
+    assert [ax.get_title() for ax in panels[2:4]] == ['query 5: head 1', 'query 5: head 2']
+    assert len(figure.axes) == 6 + 5  # one colour bar per heat map (mean, two heads, matrix, gradient)
+    assert all(len(ax.get_xticks()) and len(ax.get_yticks()) for ax in panels)
+    assert (panels[4].get_xlabel(), panels[4].get_ylabel()) == ('key token', 'query token')
+    title = figure._suptitle.get_text()
+    assert 'patch token 5 attends' in title and 'class token depends' in title and 'counted from 1' in title

@@ -119,3 +119,15 @@ def test_mask_modes_on_a_backbone_without_mask_mode_end_in_one_line(image_folder
     with pytest.raises(SystemExit, match='AnalysisError: --mask-modes sets model.backbone.mask_mode, which'):
         load_tool('attention_rank').main([str(config), '--mask-modes', 'causal', '--images', str(image_folder),
                                           '--num-images', '1', '--out-dir', str(tmp_path / 'out')])
+
+
+def test_rank_figures_explain_their_bands_and_count_layers_from_1():
+    from mmcausal.analysis.attention_rank import rank_curve_figure, rank_layers_figure
+    results = {'causal': attention_ranks(build_backbone('causal'), [torch.randn(2, 3, 16, 16)])}
+    layers = rank_layers_figure(results)
+    for ax in layers.axes:
+        assert list(ax.get_xticks()) == [1, 2] and ax.get_xlabel() == 'attention layer (from 1)'
+    assert [text.get_text() for text in layers.axes[0].get_legend().get_texts()] == [
+        'causal: mean', 'causal: min-max over heads']
+    assert 'shaded band = range from the lowest to the highest head' in layers._suptitle.get_text()
+    assert rank_curve_figure(results, -1, 0).axes[0].get_title().startswith('Attention spectrum, layer 2, head 1')

@@ -372,6 +372,24 @@ def test_bad_input_ends_in_one_line(case, tools, tmp_path, capsys, single_thread
     _assert_resume_unspoilt(tmp_path / 'work')
 
 
+@pytest.mark.e2e
+def test_fine_tuning_a_whole_model_skips_the_missing_backbone_file(tools, tmp_path, capsys, single_thread):
+    """``load_from`` names a whole trained model (a released detector, say) and the config's backbone
+    ``Pretrained`` file is absent: training runs from ``load_from``'s weights (lr 0 keeps them) instead of stopping
+    on the backbone file, and says that it skipped it."""
+    root, work, released = _small_data(tmp_path, 'imagenet'), tmp_path / 'work', tmp_path / 'released.pth'
+    state = _model_state(CLS)
+    torch.save({'state_dict': state}, released)
+    tools['train'].main([str(ROOT / CLS), '--work-dir', str(work), '--cfg-options', *_data_options(CLS, root),
+                         f'load_from={released}', 'optim_wrapper.optimizer.lr=0', 'train_cfg.val_interval=2',
+                         *[option.format(ckpt=tmp_path / 'absent.pth') for option in PRETRAINED_BACKBONE]])
+    assert re.search(r"model\.backbone\.init_cfg\.checkpoint = .*absent\.pth' does not exist: skipped",
+                     capsys.readouterr().out)
+    trained = torch.load(work / 'epoch_1.pth', map_location='cpu', weights_only=False)['state_dict']
+    for key, value in state.items():
+        torch.testing.assert_close(trained[key], value, rtol=0, atol=0, msg=key)
+
+
 def test_catalogue_covers_three_libraries():
     configs = {case[2] for case in CATALOGUE}
     assert {CLS, SEG, DET} <= configs and len(CATALOGUE) >= 20

@@ -13,10 +13,11 @@
   ``y`` the L2 norm of ``--output`` (``cls`` or a patch index) at the output of ``--layer``: the paper's receptive
   field (App. B.1) taken down to the pixels. Strictly causal models give 0 on every patch after the output token.
 
-Writes ``attention_maps.png`` (every map divided by its maximum; the gradient averaged over every token's pixels)
-and ``attention_maps.csv`` (the query's attention per head and mean on the key grid, the gradient per token) to
-``--out-dir``. Fig. 1's contrast (over-focused causal attention vs De-focus) on the twins, layer 3 of 4 (Fig. 1:
-11 of 12)::
+Writes ``attention_maps.png`` (every map divided by its maximum, with colour bars; the gradient averaged over every
+token's pixels; layers and heads counted from 1, as the README does) and ``attention_maps.csv`` (the query's
+attention per head and mean on the key grid, the gradient per token; ``layer`` and ``head`` from 0, as ``--layer``
+takes them) to ``--out-dir``. Fig. 1's contrast (over-focused causal attention vs De-focus) on the twins, layer 3
+of 4 (Fig. 1: 11 of 12)::
 
     python tools/analysis_tools/attention_maps.py configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py:ILLAMA.pth \\
         configs/defocus/defocus-vit-nano-p8_1xb32-45e_shapes-64px.py:DEFOCUS_VIT.pth --layer -2
@@ -38,7 +39,7 @@ from mmcausal.analysis.attention_maps import (
 from mmcausal.analysis.errors import AnalysisError
 from mmcausal.analysis.inputs import add_model_arguments, build_model, check_model_arguments, entry_config, nth_image
 from mmcausal.analysis.plotting import display_image, write_csv
-from mmcausal.analysis.tokens import layer_block, parse_token
+from mmcausal.analysis.tokens import analysed_backbone, layer_block, parse_token
 from mmcausal.utils.cli import user_errors_end_in_one_line
 
 
@@ -72,7 +73,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             cfg = entry_config(entry, args.cfg_options)
             model = build_model(cfg, entry.checkpoint)
             image = nth_image(model, cfg, args.image_index, args.images)
-            row = MapRow(entry.label, display_image(image[0]), layer_block(model, args.layer)[0])
+            row = MapRow(entry.label, display_image(image[0]), layer_block(model, args.layer)[0],
+                         len(analysed_backbone(model).blocks()))
             if 'attention' in args.maps:
                 row.attention = attention_map(model, image, args.layer, args.query)
             if 'gradient' in args.maps:

@@ -1,7 +1,7 @@
 """Turn a sharded checkpoint (the ``rank*.pth`` directory an FSDP run saves) into one regular checkpoint file.
 
     torchrun --nproc_per_node N tools/model_converters/consolidate_sharded_checkpoint.py \
-        SHARDED_CONFIG work_dirs/RUN/epoch_20.pth checkpoints/RUN_epoch_20.pth [--ema]
+        SHARDED_CONFIG work_dirs/RUN/epoch_20.pth work_dirs/RUN/epoch_20_consolidated.pth [--ema]
 
 Run it with the sharded config and the world size (``N`` processes in all, ``--nnodes`` too) of the run that saved
 the checkpoint: each process loads its shard, and FSDP gathers the full weights on rank 0, which writes ``meta`` and

@@ -1,9 +1,12 @@
 """Convert an official De-focus Mamba checkpoint into an mmcausal checkpoint.
 
-    python tools/model_converters/defocus2mmcausal.py defocus_mamba_base.pth checkpoints/defocus-mamba-base_in1k.pth
-    python tools/model_converters/defocus2mmcausal.py --ema defocus_mamba_large_22k.pth large_22k-ema.pth
-    python tools/model_converters/defocus2mmcausal.py --ema --head-rows map22kto1k.txt large_22k.pth large_22kto1k.pth
-    python tools/model_converters/defocus2mmcausal.py defocus_mamba_det_base.pth checkpoints/defocus-dino-base.pth
+    python tools/model_converters/defocus2mmcausal.py defocus_mamba_base_cls.pth checkpoints/defocus-mamba-base_in1k.pth
+    python tools/model_converters/defocus2mmcausal.py --ema --head-rows map22kto1k.txt \\
+        defocus_mamba_large_cls_21k.pth checkpoints/defocus-mamba-large_22kto1k.pth
+    python tools/model_converters/defocus2mmcausal.py defocus_mamba_base_det_12ep.pth \\
+        checkpoints/dino-4scale_defocus-mamba-base_coco-12e.pth
+
+The released files (direct links: configs/defocus/README.md) and the names written here are the configs' defaults.
 
 Classification files: the ``model`` weights, or ``model_ema`` with ``--ema``. ``--head-rows FILE`` (one class index
 per line, as the official ``data/map22kto1k.txt``) keeps those rows of the classifiers' last layer, like the

@@ -1,6 +1,6 @@
 """Convert an official iLLaMA checkpoint into an mmcausal (mmpretrain ``ImageClassifier``) checkpoint.
 
-    python tools/model_converters/illama2mmcausal.py illama_base.pth checkpoints/illama-base_in1k.pth
+    python tools/model_converters/illama2mmcausal.py mambaout_small.pth checkpoints/illama-base-p16_in1k.pth
 
 The source may be flat or wrapped under ``model``. It is read without running any of its code
 (``mmcausal.utils.extract_checkpoint_data``): official *training* checkpoints also pickle an

@@ -1,5 +1,5 @@
 # Sharded data-parallel training (FSDP) through mmengine's FlexibleRunner, for the Large models: add this file to
-# the `_base_` list of a full config (README, "Sharded training of the Large models"). Each transformer block is one
+# the `_base_` list of a full config (docs/sharding.md). Each transformer block is one
 # FSDP unit (`block_wrap_policy`): parameters, gradients and optimizer states are split over all GPUs, and only one
 # block's full weights are gathered at a time. mmengine's defaults otherwise: FULL_SHARD, use_orig_params=True (the
 # paramwise / layer-decay optimizer rules see the original parameters), AmpOptimWrapper -> ShardedGradScaler.
