@@ -14,9 +14,11 @@ from mmcausal.utils import extract_checkpoint_data
 WRAPPER_KEYS = ('model', 'module', 'state_dict')
 
 
-def load_source_state_dict(path: str, wrapper_key: Optional[str] = None) -> Dict[str, Tensor]:
+def load_source_state_dict(path: str, wrapper_key: Optional[str] = None,
+                           flat_key: Optional[str] = None) -> Dict[str, Tensor]:
     """Load an official checkpoint (flat, or wrapped under ``model``/``module``/``state_dict``, or under
-    ``wrapper_key`` when given, e.g. ``model_ema``).
+    ``wrapper_key`` when given, e.g. ``model_ema``). ``flat_key``: what a flat file holds (e.g. ``'ema'`` for DiT's
+    released files): asking for it (``wrapper_key == flat_key``) also accepts a flat file.
 
     Research checkpoints often pickle more than tensors (an argparse ``args``, a yacs config, an
     optimizer): :func:`~mmcausal.utils.extract_checkpoint_data` takes the tensors out without running
@@ -28,6 +30,8 @@ def load_source_state_dict(path: str, wrapper_key: Optional[str] = None) -> Dict
     if foreign:
         print(f'{path}: ignored objects of {", ".join(foreign)} (kept as inert data, never executed)')
     wrapped = isinstance(checkpoint, dict) and isinstance(checkpoint.get(wrapper_key), dict)
+    if wrapper_key is not None and not wrapped and wrapper_key == flat_key and _is_flat(checkpoint):
+        return checkpoint
     if wrapper_key is not None and not wrapped:
         found = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f'{path!r} has no {wrapper_key!r} weights (it holds {found}).')
@@ -35,9 +39,14 @@ def load_source_state_dict(path: str, wrapper_key: Optional[str] = None) -> Dict
         if isinstance(checkpoint, dict) and key in checkpoint and isinstance(checkpoint[key], dict):
             checkpoint = checkpoint[key]
             break
-    if not isinstance(checkpoint, dict) or not all(isinstance(v, Tensor) for v in checkpoint.values()):
+    if not _is_flat(checkpoint):
         raise ValueError(f'{path!r} is not a state dict of tensors (nor one wrapped under {WRAPPER_KEYS}).')
     return checkpoint
+
+
+def _is_flat(checkpoint) -> bool:
+    """Whether ``checkpoint`` is a plain state dict (a dict of tensors)."""
+    return isinstance(checkpoint, dict) and all(isinstance(v, Tensor) for v in checkpoint.values())
 
 
 def save_checkpoint(state_dict: Dict[str, Tensor], path: str, meta: Optional[dict] = None) -> None:
@@ -64,7 +73,8 @@ def converter_main(prog: str, description: str, src_help: str,
     Loads SRC safely, converts it, optionally prints ``describe(converted)[1]`` and stores its
     ``[0]`` in the checkpoint meta, saves DST; a bad file ends with ``prog: message`` and exit status 1.
     With ``add_options`` (which adds converter-specific arguments) ``convert`` is called as
-    ``convert(state_dict, args)``, and ``args.source_key`` (if set) picks the weights inside SRC.
+    ``convert(state_dict, args)``, ``args.source_key`` (if set) picks the weights inside SRC and ``args.flat_key``
+    (if set) names what a flat SRC holds (see :func:`load_source_state_dict`).
     """
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,7 +84,7 @@ def converter_main(prog: str, description: str, src_help: str,
         add_options(parser)
     args = parser.parse_args()
     try:
-        source = load_source_state_dict(args.src, getattr(args, 'source_key', None))
+        source = load_source_state_dict(args.src, getattr(args, 'source_key', None), getattr(args, 'flat_key', None))
         state_dict = convert(source, args) if add_options is not None else convert(source)
     except (OSError, RuntimeError, ValueError, KeyError) as error:
         # KeyError's str() is the repr of its message; show the message itself

@@ -65,11 +65,12 @@ class SwiGLUFFN(_UpstreamSwiGLUFFN):
         return (x if identity is None else identity) + out
 
 
-def gelu_mlp(embed_dims: int, feedforward_channels: int) -> FFN:
-    """ViT/CaiT MLP ``fc2(GELU(fc1(x)))`` (exact erf GELU), ``(..., D) -> (..., D)``: mmcv's ``FFN`` (keys
-    ``layers.0.0`` / ``layers.1``) without its residual and with GELU instead of its ReLU default."""
-    return FFN(embed_dims=embed_dims, feedforward_channels=feedforward_channels, act_cfg=dict(type='GELU'),
-               add_identity=False)
+def gelu_mlp(embed_dims: int, feedforward_channels: int, approximate: str = 'none') -> FFN:
+    """ViT/CaiT MLP ``fc2(GELU(fc1(x)))`` (exact erf GELU; ``approximate='tanh'`` for DiT), ``(..., D) -> (..., D)``:
+    mmcv's ``FFN`` (keys ``layers.0.0`` / ``layers.1``) without its residual and with GELU instead of its ReLU
+    default."""
+    return FFN(embed_dims=embed_dims, feedforward_channels=feedforward_channels,
+               act_cfg=dict(type='GELU', approximate=approximate), add_identity=False)
 
 
 def swiglu_hidden_dims(embed_dims: int, mlp_ratio: float = 4., multiple_of: int = 256) -> int:

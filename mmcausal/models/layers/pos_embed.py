@@ -1,9 +1,13 @@
-"""Learnable absolute position embeddings that follow the actual patch grid."""
-from typing import Optional, Sequence
+"""Absolute position embeddings that follow the actual patch grid: resizing a learnt table, and the fixed 2-D
+sin-cos table of DiT."""
+from typing import Optional, Sequence, Tuple
 
 import torch
 from mmpretrain.models.utils import resize_pos_embed as _resize_cls_first
 from torch import Tensor
+
+from mmcausal.utils.validation import ConfigValueError
+from .grid_rope import grid_positions
 
 
 def resize_pos_embed(pos_embed: Tensor, src_shape: Sequence[int], dst_shape: Sequence[int],
@@ -20,3 +24,19 @@ def resize_pos_embed(pos_embed: Tensor, src_shape: Sequence[int], dst_shape: Seq
     moved = torch.cat((pos_embed[:, -1:], pos_embed[:, :-1]), dim=1)
     resized = _resize_cls_first(moved, src_shape, dst_shape, mode=mode, num_extra_tokens=1)
     return torch.cat((resized[:, 1:], resized[:, :1]), dim=1)
+
+
+def sincos_pos_embed_2d(grid: Tuple[int, int], embed_dims: int, device: Optional[torch.device] = None) -> Tensor:
+    """DiT's fixed 2-D sin-cos table ``(H*W, D)`` (fp32) of a row-major ``(H, W)`` grid.
+
+    Token ``n`` sits at column ``x = n % W`` and row ``y = n // W``; with ``w_k = 10000^(-k / (D/4))``, ``k < D/4``,
+    its row is ``[sin(x w), cos(x w), sin(y w), cos(y w)]`` (the column in the first half). Computed in fp64.
+    """
+    if embed_dims % 4:
+        raise ConfigValueError(f'The sin-cos table needs embed_dims divisible by 4, got {embed_dims}.')
+    quarter = embed_dims // 4
+    freqs = 10000. ** -(torch.arange(quarter, dtype=torch.float64, device=device) / quarter)
+    positions = grid_positions(grid, device=device).double()
+    along_x = positions[:, 1:2] * freqs
+    along_y = positions[:, 0:1] * freqs
+    return torch.cat((along_x.sin(), along_x.cos(), along_y.sin(), along_y.cos()), dim=1).float()

@@ -1,0 +1,10 @@
+"""Class-conditional image generation (VisionLLaMA Sec. 4.1): the diffusion transformer of DiT / SiT / DiT-LLaMA /
+SiT-LLaMA and classifier-free guidance; the objectives and samplers are in ``diffusion`` (DDPM) and ``transport``
+(SiT's interpolant)."""
+from .diffusion import GaussianDiffusion
+from .diffusion_transformer import DiffusionTransformer, GenerationInputError
+from .guidance import check_cfg_channels, classifier_free_guidance
+from .transport import LinearInterpolant
+
+__all__ = ['DiffusionTransformer', 'GaussianDiffusion', 'LinearInterpolant', 'GenerationInputError',
+           'check_cfg_channels', 'classifier_free_guidance']

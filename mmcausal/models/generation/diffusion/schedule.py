@@ -1,0 +1,119 @@
+"""The discrete noise schedule of DDPM (Ho et al. 2020) as IDDPM / ADM / DiT tabulate it, and respacing.
+
+Every table is float64 (``(T,)``); a step ``t`` reads it as the sample's dtype (:meth:`NoiseSchedule.extract`), as
+the official code does. A respaced schedule keeps a subset ``s_0 < s_1 < ...`` of the original steps: its betas are
+``1 - abar[s_i] / abar[s_{i-1}]`` so that its cumulative products are the original ``abar[s_i]`` (the same marginals),
+and the network still receives the original index ``s_i`` (``timestep_map``).
+"""
+import re
+from typing import List, Optional, Sequence, Union
+
+import torch
+from torch import Tensor
+
+from mmcausal.utils.validation import ConfigValueError
+
+Spacing = Union[int, str, Sequence[int]]
+
+
+def linear_betas(num_timesteps: int, start: float = 1e-4, end: float = 0.02) -> Tensor:
+    """DDPM's linear betas from ``start`` to ``end`` scaled by ``1000 / T`` (so other ``T`` keep the same range of
+    noise), float64 ``(T,)``."""
+    scale = 1000. / num_timesteps
+    return torch.linspace(scale * start, scale * end, num_timesteps, dtype=torch.float64)
+
+
+def space_timesteps(num_timesteps: int, spacing: Spacing) -> List[int]:
+    """The original steps a respaced sampler keeps (sorted).
+
+    * ``int`` N or ``'N'``: N steps spread evenly over ``[0, T-1]``, both ends kept: ``round(i (T-1) / (N-1))``
+      (250 of 1000: 0, 4, 8, ..., 245, 249, 253, ..., 995, 999, as DiT samples);
+    * ``'ddimN'``: the stride rule of DDIM, ``range(0, T, stride)`` with the stride giving exactly N steps;
+    * a sequence (or comma-separated string) of counts: the ``T`` steps split in that many equal sections, each
+      spread evenly as above (IDDPM's general form).
+    """
+    if isinstance(spacing, str) and spacing.startswith('ddim'):
+        count = _positive_int(spacing[4:], spacing)
+        for stride in range(1, num_timesteps):
+            if len(range(0, num_timesteps, stride)) == count:
+                return list(range(0, num_timesteps, stride))
+        raise ConfigValueError(f'No integer stride gives {count} DDIM steps of {num_timesteps}; use another count.')
+    if isinstance(spacing, str):
+        sections = [_positive_int(part, spacing) for part in re.split(r'\s*,\s*', spacing.strip())]
+    elif isinstance(spacing, int):
+        sections = [_positive_int(spacing, spacing)]
+    else:
+        sections = [_positive_int(part, spacing) for part in spacing]
+    size, extra = divmod(num_timesteps, len(sections))
+    kept, start = [], 0
+    for index, count in enumerate(sections):
+        length = size + (index < extra)
+        if count > length:
+            raise ConfigValueError(f'Cannot keep {count} steps of a section of {length} ({num_timesteps} steps in '
+                                   f'{len(sections)} sections); ask for fewer steps.')
+        stride = (length - 1) / (count - 1) if count > 1 else 0.
+        kept += [start + round(i * stride) for i in range(count)]
+        start += length
+    return kept
+
+
+def _positive_int(value, spacing) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1:
+        raise ConfigValueError(f'Invalid timestep spacing {spacing!r}: use a step count N, "ddimN" or a list of '
+                               'per-section counts.')
+    return number
+
+
+class NoiseSchedule:
+    """The tables of a DDPM schedule given its betas (float64 ``(T,)``), names as in IDDPM:
+
+    ``alphas_cumprod`` (abar), ``alphas_cumprod_prev`` (abar of the step before, 1 before the first),
+    ``sqrt_alphas_cumprod``, ``sqrt_one_minus_alphas_cumprod``, ``sqrt_recip_alphas_cumprod``,
+    ``sqrt_recipm1_alphas_cumprod``, ``posterior_variance`` (beta~ = beta (1 - abar_prev) / (1 - abar)),
+    ``posterior_log_variance_clipped`` (log beta~ with beta~_0 = 0 replaced by beta~_1), ``posterior_mean_coef1`` /
+    ``coef2`` (the posterior mean ``coef1 x0 + coef2 x_t``), ``log_betas``.
+
+    ``timestep_map[i]``: the original step of step ``i`` (what the network receives).
+    """
+
+    def __init__(self, betas: Tensor, timestep_map: Optional[Sequence[int]] = None) -> None:
+        betas = betas.to(torch.float64)
+        if betas.dim() != 1 or not ((betas > 0) & (betas <= 1)).all():
+            raise ConfigValueError('Betas must be a 1-D sequence in (0, 1].')
+        self.num_timesteps = betas.shape[0]
+        self.timestep_map = torch.tensor(list(range(self.num_timesteps)) if timestep_map is None else timestep_map)
+        self.betas = betas
+        alphas = 1. - betas
+        self.alphas_cumprod = torch.cumprod(alphas, dim=0)
+        self.alphas_cumprod_prev = torch.cat((torch.ones(1, dtype=torch.float64), self.alphas_cumprod[:-1]))
+        self.sqrt_alphas_cumprod = self.alphas_cumprod.sqrt()
+        self.sqrt_one_minus_alphas_cumprod = (1. - self.alphas_cumprod).sqrt()
+        self.sqrt_recip_alphas_cumprod = (1. / self.alphas_cumprod).sqrt()
+        self.sqrt_recipm1_alphas_cumprod = (1. / self.alphas_cumprod - 1.).sqrt()
+        self.posterior_variance = betas * (1. - self.alphas_cumprod_prev) / (1. - self.alphas_cumprod)
+        clipped = torch.cat((self.posterior_variance[1:2], self.posterior_variance[1:])) \
+            if self.num_timesteps > 1 else betas
+        self.posterior_log_variance_clipped = clipped.log()
+        self.posterior_mean_coef1 = betas * self.alphas_cumprod_prev.sqrt() / (1. - self.alphas_cumprod)
+        self.posterior_mean_coef2 = (1. - self.alphas_cumprod_prev) * alphas.sqrt() / (1. - self.alphas_cumprod)
+        self.log_betas = betas.log()
+
+    def respaced(self, spacing: Spacing) -> 'NoiseSchedule':
+        """The schedule that keeps the steps :func:`space_timesteps` picks (indices into this schedule's steps)."""
+        kept = space_timesteps(self.num_timesteps, spacing)
+        cumprod = self.alphas_cumprod[kept]
+        previous = torch.cat((torch.ones(1, dtype=torch.float64), cumprod[:-1]))
+        return NoiseSchedule(1. - cumprod / previous, self.timestep_map[kept].tolist())
+
+    @staticmethod
+    def extract(table: Tensor, t: Tensor, like: Tensor) -> Tensor:
+        """``table[t]`` ``(B,)`` in ``like``'s dtype and device, shaped ``(B, 1, ...)`` to broadcast over ``like``."""
+        values = table.to(like.device)[t.to(like.device)].to(like.dtype)
+        return values.view(-1, *([1] * (like.dim() - 1)))
+
+
+__all__ = ['NoiseSchedule', 'linear_betas', 'space_timesteps']

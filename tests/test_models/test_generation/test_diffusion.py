@@ -1,0 +1,196 @@
+"""GaussianDiffusion (issue 31 item 2, DDPM as DiT trains and samples it): schedule tables against their closed
+forms, the respaced steps, the hybrid loss against a re-derivation written here, and the DDPM / DDIM samplers on a
+Gaussian target whose optimal network is known in closed form."""
+import math
+
+import pytest
+import torch
+from torch.distributions import Normal, kl_divergence
+
+from mmcausal.models.generation import GaussianDiffusion, classifier_free_guidance
+from mmcausal.models.generation.diffusion import space_timesteps
+from mmcausal.utils.errors import UserInputError
+
+T = 1000
+BETAS = torch.linspace(1e-4, 0.02, T, dtype=torch.float64)  # DDPM's linear schedule, written out
+ABAR = torch.cumprod(1 - BETAS, dim=0)
+MU, STD = 1.5, 0.5  # the toy data distribution N(MU, STD^2)
+KEPT_250 = [round(i * 999 / 249) for i in range(250)]
+INDEX_OF_STEP = torch.full((T, ), -1).index_put_((torch.tensor(KEPT_250), ), torch.arange(250))
+
+
+# ------------------------------------------------------------------------------------------------ schedule
+
+
+def test_schedule_tables_equal_their_closed_forms():
+    s = GaussianDiffusion().schedule
+    torch.testing.assert_close(s.betas, BETAS, rtol=1e-12, atol=0)
+    for t in (0, 1, 2, 500, 999):
+        abar = math.prod(1 - beta for beta in BETAS[:t + 1].tolist())
+        abar_prev = math.prod(1 - beta for beta in BETAS[:t].tolist())
+        beta = BETAS[t].item()
+        assert s.alphas_cumprod[t].item() == pytest.approx(abar, rel=1e-12)
+        assert s.alphas_cumprod_prev[t].item() == pytest.approx(abar_prev, rel=1e-12)
+        assert s.sqrt_recipm1_alphas_cumprod[t].item() == pytest.approx(math.sqrt(1 / abar - 1), rel=1e-10)
+        posterior = beta * (1 - abar_prev) / (1 - abar)
+        assert s.posterior_variance[t].item() == pytest.approx(posterior, rel=1e-10, abs=1e-300)
+        assert s.posterior_mean_coef1[t].item() == pytest.approx(beta * math.sqrt(abar_prev) / (1 - abar), rel=1e-10)
+        assert s.posterior_mean_coef2[t].item() == pytest.approx(
+            (1 - abar_prev) * math.sqrt(1 - beta) / (1 - abar), rel=1e-10)
+    assert s.posterior_variance[0] == 0
+    assert s.posterior_log_variance_clipped[0] == s.posterior_log_variance_clipped[1] == s.posterior_variance[1].log()
+
+
+def test_respacing_to_250_keeps_the_official_indices_and_the_marginals():
+    assert space_timesteps(T, 250) == KEPT_250 == space_timesteps(T, '250')
+    assert KEPT_250[:4] == [0, 4, 8, 12] and KEPT_250[-3:] == [991, 995, 999] and len(set(KEPT_250)) == 250
+    assert 245 in KEPT_250 and 249 in KEPT_250 and 253 in KEPT_250
+    respaced = GaussianDiffusion().schedule.respaced(250)
+    assert respaced.timestep_map.tolist() == KEPT_250
+    torch.testing.assert_close(respaced.alphas_cumprod, ABAR[KEPT_250], rtol=1e-12, atol=0)
+    assert space_timesteps(T, 'ddim50') == list(range(0, 1000, 20))
+    assert space_timesteps(100, '10,5') == [0, 5, 11, 16, 22, 27, 33, 38, 44, 49] + [50, 62, 74, 87, 99]
+    with pytest.raises(UserInputError, match='Invalid timestep spacing'):
+        space_timesteps(T, 'fast')
+
+
+# ------------------------------------------------------------------------------------------------ hybrid loss
+
+
+def reference_hybrid_loss(x0, t, noise, eps_hat, v):
+    """L_simple + L_vb of DiT's hybrid objective, re-derived from the definitions (spec Sec. 2.2) in float64."""
+    x0, noise, eps_hat, v = (a.double() for a in (x0, noise, eps_hat, v))
+    abar = ABAR[t].view(-1, 1)
+    abar_prev = torch.where(t > 0, ABAR[(t - 1).clamp(min=0)], torch.ones(())).view(-1, 1)
+    beta = BETAS[t].view(-1, 1)
+    x_t = abar.sqrt() * x0 + (1 - abar).sqrt() * noise
+    mse = ((noise - eps_hat) ** 2).mean(1)
+    # posterior q(x_{t-1} | x_t, x0) and the model's Gaussian with x0 predicted from eps_hat
+    coef1, coef2 = beta * abar_prev.sqrt() / (1 - abar), (1 - abar_prev) * (1 - beta).sqrt() / (1 - abar)
+    tilde = lambda i: BETAS[i] * (1 - ABAR[i - 1]) / (1 - ABAR[i])  # noqa: E731
+    tilde_clipped = torch.where(t > 0, tilde(t.clamp(min=1)), tilde(torch.ones_like(t))).view(-1, 1)
+    x0_hat = (x_t - (1 - abar).sqrt() * eps_hat) / abar.sqrt()
+    log_var = (v + 1) / 2 * beta.log() + (1 - v) / 2 * tilde_clipped.log()
+    true = Normal(coef1 * x0 + coef2 * x_t, tilde_clipped.sqrt())
+    model = Normal(coef1 * x0_hat + coef2 * x_t, (0.5 * log_var).exp())
+    kl = kl_divergence(true, model).mean(1) / math.log(2)
+    # t = 0: minus the log-probability of x0's 8-bit bin (exact normal CDF here)
+    bin_mass = model.cdf(x0 + 1 / 255) - model.cdf(x0 - 1 / 255)
+    nll = -bin_mass.log().mean(1) / math.log(2)
+    return mse + torch.where(t == 0, nll, kl), mse
+
+
+def test_hybrid_loss_equals_the_rederivation_and_trains_eps_by_mse_only():
+    generator = torch.Generator().manual_seed(0)
+    x0 = torch.rand(6, 5, generator=generator) * 1.6 - 0.8  # inside (-1, 1): the decoder's interior bins
+    noise = torch.randn(6, 5, generator=generator)
+    t = torch.tensor([0, 1, 2, 250, 700, 999])
+    prediction = torch.cat((noise + 0.1 * torch.randn(6, 5, generator=generator),
+                            torch.rand(6, 5, generator=generator) * 2 - 1), dim=1).requires_grad_()
+    terms = GaussianDiffusion().loss(lambda x, steps: prediction * 1, x0, t=t, noise=noise)
+    expected, expected_mse = reference_hybrid_loss(x0, t, noise, prediction[:, :5].detach(), prediction[:, 5:].detach())
+    torch.testing.assert_close(terms['mse'].double(), expected_mse, rtol=1e-5, atol=1e-7)
+    # fp32 against fp64, and the tanh CDF approximation of the decoder term against the exact CDF at t = 0
+    torch.testing.assert_close(terms['loss'][1:].double(), expected[1:], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(terms['loss'][:1].double(), expected[:1], rtol=2e-3, atol=0)
+    eps_grad, = torch.autograd.grad(terms['loss'].sum(), prediction)
+    torch.testing.assert_close(eps_grad[:, :5], 2 * (prediction[:, :5] - noise).detach() / 5)
+    assert eps_grad[:, 5:].abs().min() > 0
+
+
+def test_without_learned_variance_the_loss_is_the_mse():
+    x0 = torch.randn(4, 3)
+    terms = GaussianDiffusion(learn_sigma=False).loss(lambda x, t: torch.zeros_like(x), x0)
+    assert set(terms) == {'mse', 'loss'} and torch.equal(terms['loss'], terms['mse'])
+    with pytest.raises(UserInputError, match='needs 6'):
+        GaussianDiffusion().loss(lambda x, t: torch.zeros_like(x), x0)
+
+
+# ------------------------------------------------------------------------------------------------ samplers
+
+
+def optimal_eps(x, t):
+    """E[eps | x_t] for data N(MU, STD^2): the best epsilon prediction, linear in x_t."""
+    abar = ABAR[t].float().view(-1, 1)
+    return (1 - abar).sqrt() * (x - abar.sqrt() * MU) / (abar * STD ** 2 + 1 - abar)
+
+
+def optimal_respaced_prediction(x, t):
+    """[eps | v] for 250 respaced steps where v sets the exact reverse variance of the Gaussian target:
+    beta~' + coef1'^2 Var[x0 | x_t] (the posterior's variance plus that of the x0 estimate)."""
+    index = INDEX_OF_STEP[t]
+    abar = ABAR[t]
+    abar_prev = torch.where(index > 0, ABAR[torch.tensor(KEPT_250)[(index - 1).clamp(min=0)]], torch.ones(()))
+    beta = 1 - abar / abar_prev
+    tilde = beta * (1 - abar_prev) / (1 - abar)
+    beta_1 = 1 - ABAR[KEPT_250[1]] / ABAR[0]
+    tilde_1 = beta_1 * (1 - ABAR[0]) / (1 - ABAR[KEPT_250[1]])
+    tilde_clipped = torch.where(index > 0, tilde, tilde_1)
+    coef1 = beta * abar_prev.sqrt() / (1 - abar)
+    x0_variance = STD ** 2 * (1 - abar) / (abar * STD ** 2 + 1 - abar)
+    log_var = (tilde + coef1 ** 2 * x0_variance).log()
+    v = 2 * (log_var - tilde_clipped.log()) / (beta.log() - tilde_clipped.log()) - 1
+    return torch.cat((optimal_eps(x, t), v.float().view(-1, 1).expand_as(x)), dim=1)
+
+
+def assert_target_distribution(samples, var_rtol):
+    assert samples.mean().item() == pytest.approx(MU, abs=0.01)
+    assert samples.var().item() == pytest.approx(STD ** 2, rel=var_rtol)
+
+
+def test_ddpm_with_the_optimal_network_samples_the_target():
+    torch.manual_seed(0)
+    samples = GaussianDiffusion().sample(optimal_respaced_prediction, torch.randn(40000, 1), num_steps=250)
+    assert_target_distribution(samples, var_rtol=0.02)
+
+
+def test_ddpm_with_the_fixed_large_variance_samples_the_target():
+    torch.manual_seed(0)
+    samples = GaussianDiffusion(learn_sigma=False).sample(optimal_eps, torch.randn(40000, 1), num_steps=250)
+    assert_target_distribution(samples, var_rtol=0.03)
+
+
+@pytest.mark.parametrize('num_steps,var_rtol', [(50, 0.15), ('ddim25', 0.25)])
+def test_ddim_follows_its_exact_linear_recursion(num_steps, var_rtol):
+    """With the optimal (linear) eps, each deterministic DDIM step is x' - a' MU = k (x - a MU) with
+    k = (a' a STD^2 + b' b) / (a^2 STD^2 + b^2) (a = sqrt(abar), b = sqrt(1 - abar)): the sampler must reproduce that
+    chain's mean and variance exactly (up to Monte-Carlo noise), and its variance approaches STD^2."""
+    torch.manual_seed(0)
+    noise = torch.randn(40000, 1)
+    samples = GaussianDiffusion(learn_sigma=False).sample(optimal_eps, noise, sampler='ddim', num_steps=num_steps)
+    kept = space_timesteps(T, num_steps)
+    scale, offset = 1., -ABAR[kept[-1]].sqrt().item() * MU  # x_T - a_T MU with E[x_T] = 0
+    for step, previous in zip(reversed(kept), list(reversed(kept))[1:] + [None]):
+        a, b = ABAR[step].sqrt().item(), (1 - ABAR[step]).sqrt().item()
+        a2, b2 = (ABAR[previous].sqrt().item(), (1 - ABAR[previous]).sqrt().item()) if previous is not None \
+            else (1., 0.)
+        k = (a2 * a * STD ** 2 + b2 * b) / (a * a * STD ** 2 + b * b)
+        scale, offset = scale * k, offset * k
+    # the last step lands on x0_hat (a' = 1, b' = 0)
+    torch.testing.assert_close(samples, MU + offset + scale * noise, rtol=1e-4, atol=1e-4)
+    assert samples.var().item() == pytest.approx(STD ** 2, rel=var_rtol)  # few steps: a discretisation error
+
+
+def test_ddpm_steps_draw_their_noise_from_step_noise():
+    """A per-sample noise source (what a seeded sampler passes) is what the steps use: the same draws give the same
+    samples whatever the batch."""
+    def seeded(seed):
+        generator = torch.Generator().manual_seed(seed)
+        return lambda x: torch.randn(x.shape, generator=generator)
+
+    diffusion = GaussianDiffusion(learn_sigma=False)
+    start = torch.randn(1, 1)
+    one = diffusion.sample(optimal_eps, start, num_steps=20, step_noise=seeded(5))
+    again = diffusion.sample(optimal_eps, start, num_steps=20, step_noise=seeded(5))
+    other = diffusion.sample(optimal_eps, start, num_steps=20, step_noise=seeded(6))
+    assert torch.equal(one, again) and not torch.equal(one, other)
+
+
+@pytest.mark.parametrize('num_guided', [3, 4])
+def test_guidance_on_three_or_all_channels(num_guided):
+    cond = torch.arange(8.).view(1, 8, 1, 1)
+    uncond = torch.zeros(1, 8, 1, 1)
+    out = classifier_free_guidance(cond, uncond, 1.5, num_guided)
+    expected = cond.clone()
+    expected[:, :num_guided] *= 1.5
+    torch.testing.assert_close(out, expected)

@@ -1,0 +1,131 @@
+"""LinearInterpolant (issue 31 item 2, SiT's objective): the velocity loss, the score from the velocity, and the ODE
+(Euler, Heun, dopri5 through torchdiffeq) and SDE (Euler-Maruyama with the sigma diffusion and the final mean step)
+samplers on a Gaussian target whose velocity is known in closed form."""
+import sys
+import types
+
+import pytest
+import torch
+
+from mmcausal.models.generation import LinearInterpolant
+from mmcausal.models.generation.transport import MissingOptionalDependency
+
+MU, STD = 1.5, 0.5  # data N(MU, STD^2) at t = 1, noise N(0, 1) at t = 0
+
+
+def optimal_velocity(x, t):
+    """E[x1 - x0 | x_t] for x_t = t x1 + (1 - t) x0: MU + Cov(x1 - x0, x_t) / Var(x_t) (x_t - t MU)."""
+    t = t.view(-1, 1)
+    variance = t ** 2 * STD ** 2 + (1 - t) ** 2
+    return MU + (t * STD ** 2 - (1 - t)) / variance * (x - t * MU)
+
+
+def test_loss_is_the_velocity_mse_at_the_interpolated_point():
+    x1, x0 = torch.randn(5, 3), torch.randn(5, 3)
+    t = torch.tensor([0., .1, .5, .9, .99])
+    seen = {}
+
+    def model_fn(x, steps):
+        seen['x'], seen['t'] = x, steps
+        return torch.cat((x * 2, torch.full_like(x, 7.)), dim=1)  # SiT's unused variance channels are ignored
+
+    loss = LinearInterpolant().loss(model_fn, x1, t=t, noise=x0)['loss']
+    x_t = t.view(-1, 1) * x1 + (1 - t.view(-1, 1)) * x0
+    torch.testing.assert_close(seen['x'], x_t)
+    assert torch.equal(seen['t'], t)
+    torch.testing.assert_close(loss, ((2 * x_t - (x1 - x0)) ** 2).mean(1))
+
+
+def test_score_from_the_velocity_is_the_gaussian_score():
+    x = torch.linspace(-3, 3, 7).view(-1, 1)
+    for value in (0.1, 0.5, 0.9):
+        t = torch.full((7, ), value)
+        variance = value ** 2 * STD ** 2 + (1 - value) ** 2
+        expected = -(x - value * MU) / variance
+        torch.testing.assert_close(LinearInterpolant.score(optimal_velocity(x, t), x, t), expected)
+
+
+@pytest.mark.parametrize('options,var_rtol', [
+    (dict(sampler='ode', method='euler', num_steps=250), 0.02),
+    (dict(sampler='ode', method='heun', num_steps=50), 0.02),
+    # the noiseless last step loses 2 w dt = 1.3 % of the variance, Euler-Maruyama's discretisation ~ 2 % more
+    (dict(sampler='sde', method='euler', num_steps=250), 0.04),
+    (dict(sampler='sde', method='heun', num_steps=100), 0.03),
+], ids=['ode-euler', 'ode-heun', 'sde-euler-maruyama', 'sde-heun'])
+def test_samplers_with_the_optimal_velocity_reach_the_target(options, var_rtol):
+    torch.manual_seed(0)
+    samples = LinearInterpolant().sample(optimal_velocity, torch.randn(40000, 1), **options)
+    assert samples.mean().item() == pytest.approx(MU, abs=0.01)
+    assert samples.var().item() == pytest.approx(STD ** 2, rel=var_rtol)
+
+
+def test_euler_maruyama_follows_its_exact_affine_recursion():
+    """The optimal drift v + w score is affine in x, so each Euler-Maruyama step maps the sample mean and variance as
+    m' = m + drift(m) dt and s2' = (1 + slope dt)^2 s2 + 2 w dt (the last step: no noise). The sampler's samples must
+    have that chain's moments, written here from the spec's formulas."""
+    def drift(x, t):
+        velocity = optimal_velocity(x, torch.full((x.shape[0], ), t, dtype=torch.float64))
+        return velocity + (1 - t) * (t * velocity - x) / (1 - t)
+
+    grid = torch.linspace(0, 0.96, 250).tolist()
+    mean, variance = 0., 1.
+    for t, t_next in zip(grid[:-1] + [0.96], grid[1:] + [1.]):
+        at = drift(torch.tensor([[mean], [mean + 1.]], dtype=torch.float64), t)
+        slope = (at[1] - at[0]).item()
+        mean, variance = mean + at[0].item() * (t_next - t), (1 + slope * (t_next - t)) ** 2 * variance
+        variance += 2 * (1 - t) * (t_next - t) if t_next < 1 else 0.
+    torch.manual_seed(1)
+    samples = LinearInterpolant().sample(optimal_velocity, torch.randn(100000, 1), sampler='sde', num_steps=250)
+    assert samples.mean().item() == pytest.approx(mean, abs=0.006)
+    assert samples.var().item() == pytest.approx(variance, rel=0.012)
+
+
+def test_sde_makes_the_official_number_of_network_calls_at_the_official_times():
+    """250 Euler-Maruyama points on [0, 0.96] (249 steps) and the mean step at 0.96: 250 evaluations."""
+    times = []
+
+    def model_fn(x, t):
+        times.append(t[0].item())
+        return optimal_velocity(x, t)
+
+    LinearInterpolant().sample(model_fn, torch.randn(4, 1), sampler='sde', num_steps=250)
+    assert len(times) == 250
+    assert times[0] == 0 and times[1] == pytest.approx(0.96 / 249)
+    assert times[-2] == pytest.approx(0.96 * 248 / 249) and times[-1] == pytest.approx(0.96)
+
+
+def test_sde_without_noise_and_last_step_matches_a_hand_written_euler_loop():
+    interpolant = LinearInterpolant()
+    start = torch.randn(3, 1)
+    out = interpolant.sample(optimal_velocity, start, sampler='sde', num_steps=5, last_step=None,
+                             step_noise=torch.zeros_like)
+    x = start.clone()
+    grid = torch.linspace(0, 0.96, 5).tolist()
+    for t, t_next in zip(grid[:-1], grid[1:]):
+        velocity = optimal_velocity(x, torch.full((3, ), t))
+        x = x + (velocity + (1 - t) * (t * velocity - x) / (1 - t)) * (t_next - t)
+    torch.testing.assert_close(out, x)
+
+
+def test_dopri5_goes_through_torchdiffeq_with_the_paper_tolerances(monkeypatch):
+    calls = {}
+
+    def odeint(func, y0, times, method, atol, rtol):
+        calls.update(method=method, atol=atol, rtol=rtol, times=times)
+        state = y0
+        for t, t_next in zip(times[:-1], times[1:]):  # an Euler stand-in for the adaptive solver
+            state = state + (t_next - t) * func(t, state)
+        return torch.stack([y0, state])
+
+    monkeypatch.setitem(sys.modules, 'torchdiffeq', types.SimpleNamespace(odeint=odeint))
+    torch.manual_seed(0)
+    samples = LinearInterpolant().sample(optimal_velocity, torch.randn(20000, 1), sampler='ode', method='dopri5')
+    assert calls['method'] == 'dopri5' and (calls['atol'], calls['rtol']) == (1e-6, 1e-3)
+    torch.testing.assert_close(calls['times'], torch.linspace(0, 1, 250))
+    assert samples.mean().item() == pytest.approx(MU, abs=0.02)
+
+
+def test_dopri5_without_torchdiffeq_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'torchdiffeq', None)  # import fails
+    with pytest.raises(MissingOptionalDependency, match='pip install torchdiffeq'):
+        LinearInterpolant().sample(optimal_velocity, torch.randn(2, 1), sampler='ode', method='dopri5')
