@@ -3,9 +3,12 @@ registered in MMEngine's root ``MODELS``). Every model class is importable from 
 ``from mmcausal.models import VisionLLaMA``."""
 from . import backbones, generation, heads, layers, necks, selfsup  # noqa: F401  (layers: imported to register them)
 from .backbones import *  # noqa: F401,F403
-from .generation import DiffusionTransformer
+from .generation import DiffusionTransformer, GaussianDiffusion, LinearInterpolant
 from .heads import *  # noqa: F401,F403
 from .necks import *  # noqa: F401,F403
 from .selfsup import *  # noqa: F401,F403
 
-__all__ = [*backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'DiffusionTransformer']
+__all__ = [
+    *backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'DiffusionTransformer', 'GaussianDiffusion',
+    'LinearInterpolant'
+]
