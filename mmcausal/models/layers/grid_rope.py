@@ -156,9 +156,9 @@ class GridRoPE(nn.Module):
     def cls_token_position(self, grid: Tuple[int, int], cls_position: str,
                            device: Optional[torch.device] = None) -> Tensor:
         """Position of the class token: ``(1, 2)``, or ``(1,)`` in ``'1d'`` (its sequence index)."""
-        if self.mode == '1d':
-            index = 0. if cls_position == 'first' else float(grid[0] * grid[1])
-            return torch.full((1, ), index, device=device)
+        if self.mode == '1d':  # an arange, not a float of the grid: the grid may be symbolic (torch.export)
+            index = 0 if cls_position == 'first' else grid[0] * grid[1]
+            return torch.arange(index, index + 1, device=device, dtype=torch.float32)
         if self.cls_rope == 'identity':
             return torch.zeros(1, 2, device=device)
         row = 0. if self.cls_rope == 'legacy_trunc' else -1.

@@ -1,0 +1,15 @@
+"""Running models outside training: ONNX export checked by ONNX Runtime (:mod:`.onnx_export`)."""
+from .onnx_export import (
+    DEFAULT_OPSET,
+    ExportError,
+    OnnxExport,
+    build_export_model,
+    export_onnx,
+    exportable_part,
+    non_standard_ops,
+    onnxruntime_outputs,
+    size_divisor,
+)
+
+__all__ = ['DEFAULT_OPSET', 'ExportError', 'OnnxExport', 'build_export_model', 'export_onnx', 'exportable_part',
+           'non_standard_ops', 'onnxruntime_outputs', 'size_divisor']

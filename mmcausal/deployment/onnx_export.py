@@ -1,0 +1,232 @@
+"""ONNX export of mmcausal models (classifiers, segmentors, bare backbones, a detector's backbone and neck).
+
+The graph is captured by ``torch.export`` (non-strict) and translated by torch's ONNX exporter (``dynamo=True``) into
+standard ONNX ops at opset :data:`DEFAULT_OPSET`. Under ``torch.export`` the layers take the paths that trace: RoPE in
+real arithmetic instead of complex numbers, plain compositions instead of the custom autograd Functions (their
+backward-only savings mean nothing at inference), tables built from the input's (symbolic) size instead of caches.
+
+Dynamic sizes: ``torch.export`` records every branch the Python code took on a symbolic size as a *guard*, and the
+ONNX graph keeps the branch without the check. :func:`export_onnx` therefore evaluates the guards at other batch
+sizes and image sizes (multiples of :func:`size_divisor`) and refuses the export, naming the guard, when the graph
+would be wrong there.
+
+The graph's input is what ``model(inputs, mode='tensor')`` takes: the data preprocessor's output (normalised
+``(B, 3, H, W)`` fp32 images); its outputs are what that call returns (classifier: pre-softmax scores ``(B,
+classes)``; segmentor: logits ``(B, classes, H, W)``), or the feature maps of the backbone (and neck).
+"""
+import copy
+import math
+import os.path as osp
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner.checkpoint import load_checkpoint
+from torch import Tensor, nn
+
+from mmcausal.registry import MODELS
+from mmcausal.utils.errors import UserInputError
+
+#: the ONNX opset of the exported graphs (ONNX Runtime >= 1.16 runs it)
+DEFAULT_OPSET = 20
+#: the graph's input name
+INPUT_NAME = 'images'
+PARTS = ('model', 'backbone', 'features')
+
+
+class ExportError(UserInputError, ValueError):
+    """The model (or the requested part, size or dynamic axes) cannot be exported; the message says what to use."""
+
+
+def build_export_model(cfg: Config, checkpoint: str) -> nn.Module:
+    """``cfg.model`` in eval mode with ``checkpoint``'s weights, loaded as ``tools/test.py`` loads them: through
+    mmcausal's safe loader, refused (``CheckpointMismatchError``) when it fits less than half of the model."""
+    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
+    model_cfg = copy.deepcopy(cfg.model)
+    if cfg.get('data_preprocessor') is not None:
+        model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
+    model = MODELS.build(model_cfg)
+    load_checkpoint(model, checkpoint, map_location='cpu', strict=False, logger='silent')
+    return model.eval()
+
+
+def _is_detector(model: nn.Module) -> bool:
+    try:
+        from mmdet.models.detectors import BaseDetector
+    except ImportError:
+        return False
+    return isinstance(model, BaseDetector)
+
+
+class TensorOutputs(nn.Module):
+    """The exported forward: ``images`` ``(B, C, H, W)`` -> a tuple of tensors.
+
+    ``part``: ``'model'`` (``model(images, mode='tensor')``), ``'backbone'`` (``model.backbone(images)``) or
+    ``'features'`` (``model.extract_feat(images)``: the backbone and neck of a detector or segmentor).
+    """
+
+    def __init__(self, model: nn.Module, part: str) -> None:
+        super().__init__()
+        self.model = model
+        self.part = part
+
+    def forward(self, images: Tensor) -> Tuple[Tensor, ...]:
+        if self.part == 'backbone':
+            outputs = self.model.backbone(images)
+        elif self.part == 'features':
+            outputs = self.model.extract_feat(images)
+        else:
+            outputs = self.model(images, mode='tensor')
+        return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs, )
+
+
+def exportable_part(model: nn.Module, part: str = 'model') -> TensorOutputs:
+    """``model`` as a :class:`TensorOutputs` module of ``part`` (:data:`PARTS`); :class:`ExportError` for a part
+    the model has not, or a whole detector (its heads need data samples and box post-processing)."""
+    if part not in PARTS:
+        raise ExportError(f'unknown part {part!r}; choose one of {list(PARTS)}.')
+    name = type(model).__name__
+    if part != 'model' and not hasattr(model, 'backbone'):
+        raise ExportError(f'{name} has no backbone; export the whole model.')
+    if part == 'features' and not hasattr(model, 'extract_feat'):
+        raise ExportError(f'{name} has no extract_feat (backbone + neck); use --backbone-only.')
+    if part == 'model' and _is_detector(model):
+        raise ExportError(f'{name} cannot be exported whole: its heads turn features into boxes with data samples '
+                          'and post-processing (proposals, NMS) that an ONNX graph of tensors does not carry; export '
+                          'its backbone and neck with --features (or the backbone with --backbone-only).')
+    return TensorOutputs(model, part).eval()
+
+
+def size_divisor(module: nn.Module) -> int:
+    """A multiple of every downsampling factor of ``module``: the product of the strides of its strided
+    convolutions and poolings (patch embeddings, pyramid stages, a neck's extra levels). Image sides that are
+    multiples of it give every stage a whole grid, with no padding branch."""
+    divisor = 1
+    for layer in module.modules():
+        if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)):
+            stride = layer.stride if isinstance(layer.stride, tuple) else (layer.stride, )
+            divisor *= max(stride)
+    return divisor
+
+
+def _guards(program: torch.export.ExportedProgram) -> List[str]:
+    """The conditions on the input sizes under which ``program`` was traced (Python expressions over ``L``)."""
+    return list(getattr(program, '_guards_code', None) or [])
+
+
+def _failed_guards(guards: Sequence[str], shape: Sequence[int]) -> List[str]:
+    """The guards that do not hold for an input of ``shape`` (a guard that cannot be evaluated fails)."""
+    inputs = {'L': {INPUT_NAME: torch.empty(shape, device='meta')}, 'math': math, 'torch': torch}
+    failed = []
+    for guard in guards:
+        try:
+            holds = bool(eval(guard, inputs))  # noqa: S307  (torch.export's own guard expressions)
+        except Exception:  # noqa: BLE001
+            holds = False
+        if not holds:
+            failed.append(guard)
+    return failed
+
+
+def _check_guards(program: torch.export.ExportedProgram, name: str, shape: Sequence[int], dynamic_size: bool,
+                  divisor: int) -> None:
+    """Refuse a dynamic export whose graph holds only at the traced sizes (see the module docstring)."""
+    batch, channels, height, width = shape
+    guards = _guards(program)
+    # no probe at batch 1: torch.export guards some sizes against 1 (broadcasting), which the graph does not need
+    probes = {'batch': [(batch + 1, channels, height, width)]}
+    if dynamic_size:
+        probes['image size'] = [(batch, channels, height + divisor, width + 2 * divisor),
+                                (batch, channels, 2 * divisor, 3 * divisor)]
+    for what, shapes in probes.items():
+        for probe in shapes:
+            failed = _failed_guards(guards, probe)
+            if failed:
+                fix = 'export it with a fixed image size (--dynamic batch)' if what == 'image size' else \
+                    'export it without --dynamic'
+                raise ExportError(f'{name} cannot be exported with a dynamic {what}: its graph holds only at the '
+                                  f'traced size (torch.export guard {failed[0]!r} fails at input shape '
+                                  f'{tuple(probe)}); {fix}.')
+
+
+def non_standard_ops(onnx_path: str) -> List[str]:
+    """``domain::op`` of every node (and local function) of the ONNX file outside the standard ``ai.onnx`` domain."""
+    import onnx
+    proto = onnx.load(onnx_path, load_external_data=False)
+    found = {f'{node.domain}::{node.op_type}' for node in proto.graph.node if node.domain not in ('', 'ai.onnx')}
+    found |= {f'{function.domain}::{function.name}' for function in proto.functions}
+    return sorted(found)
+
+
+@dataclass
+class OnnxExport:
+    """What :func:`export_onnx` wrote: the file, its input shape (``None`` = dynamic axis), output names and opset."""
+    path: str
+    input_shape: Tuple[Optional[int], ...]
+    output_names: List[str]
+    opset: int
+
+
+def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Optional[str] = None,
+                opset: int = DEFAULT_OPSET, optimize: bool = True) -> OnnxExport:
+    """Export ``module`` (a :class:`TensorOutputs`) to the ONNX file ``path``.
+
+    Args:
+        shape: ``(B, C, H, W)`` of the traced input (random values).
+        dynamic: ``None`` (every axis fixed), ``'batch'`` or ``'all'`` (batch and image size; then ``H`` and ``W``
+            must be multiples of :func:`size_divisor`, and so must every size the graph is run at).
+        opset: ONNX opset (>= 18).
+        optimize: let the exporter fold constants and fuse patterns (``onnxscript``'s optimizer).
+
+    Raises:
+        ExportError: a dynamic axis the graph does not allow, a size that is not a multiple of the divisor, a
+            model that does not trace, or a graph with non-standard ops.
+    """
+    name = type(getattr(module, 'model', module)).__name__
+    if dynamic not in (None, 'batch', 'all'):
+        raise ExportError(f"dynamic must be None, 'batch' or 'all', got {dynamic!r}.")
+    if opset < 18:
+        raise ExportError(f'--opset {opset} is too old for torch\'s ONNX exporter; use 18 or later (default '
+                          f'{DEFAULT_OPSET}).')
+    batch, channels, height, width = shape
+    divisor = size_divisor(module)
+    dims: Dict[int, object] = {}
+    if dynamic is not None:
+        batch = max(batch, 2)  # a traced size of 1 would be specialised
+        dims[0] = torch.export.Dim('batch', min=1)
+    if dynamic == 'all':
+        if height % divisor or width % divisor:
+            raise ExportError(f'a dynamic image size needs --shape H W that are multiples of {divisor} (the '
+                              f'downsampling of {name}), got {height} x {width}.')
+        dims[2] = divisor * torch.export.Dim('height_blocks', min=1)
+        dims[3] = divisor * torch.export.Dim('width_blocks', min=1)
+    example = torch.randn(batch, channels, height, width)
+    with torch.no_grad():
+        try:
+            program = torch.export.export(module, (example, ), dynamic_shapes=({**dims}, ) if dims else None,
+                                          strict=False)
+        except torch._dynamo.exc.UserError as error:  # a constraint the model violates (e.g. a fixed size)
+            raise ExportError(f'{name} cannot be exported with the dynamic axes asked for ({dynamic}): '
+                              f'{str(error).splitlines()[0]}; export it with --dynamic batch or without '
+                              '--dynamic.') from error
+        if dims:
+            _check_guards(program, name, (batch, channels, height, width), dynamic == 'all', divisor)
+        output_names = [f'output{index}' for index in range(len(program.graph_signature.user_outputs))]
+        torch.onnx.export(program, (example, ), path, dynamo=True, opset_version=opset, optimize=optimize,
+                          input_names=[INPUT_NAME], output_names=output_names, external_data=False, verbose=False)
+    foreign = non_standard_ops(path)
+    if foreign:
+        raise ExportError(f'the ONNX graph of {name} holds non-standard ops {foreign}; ONNX Runtime without '
+                          'extensions cannot run it.')
+    input_shape = (None if 0 in dims else batch, channels, None if 2 in dims else height,
+                   None if 3 in dims else width)
+    return OnnxExport(osp.abspath(path), input_shape, output_names, opset)
+
+
+def onnxruntime_outputs(path: str, images: Tensor) -> List[Tensor]:
+    """Run the ONNX file on ``images`` in ONNX Runtime (CPU) and return its outputs as tensors."""
+    import onnxruntime
+    session = onnxruntime.InferenceSession(path, providers=['CPUExecutionProvider'])
+    return [torch.from_numpy(out) for out in session.run(None, {INPUT_NAME: images.numpy()})]
