@@ -6,9 +6,9 @@ real arithmetic instead of complex numbers, plain compositions instead of the cu
 backward-only savings mean nothing at inference), tables built from the input's (symbolic) size instead of caches.
 
 Dynamic sizes: ``torch.export`` records every branch the Python code took on a symbolic size as a *guard*, and the
-ONNX graph keeps the branch without the check. :func:`export_onnx` therefore evaluates the guards at other batch
-sizes and image sizes (multiples of :func:`size_divisor`) and refuses the export, naming the guard, when the graph
-would be wrong there.
+ONNX graph keeps the branch without the check. :func:`export_onnx` therefore runs the graph in ONNX Runtime at other
+batch sizes and image sizes (multiples of :func:`size_divisor`), compares it with PyTorch and refuses the export,
+naming a guard that fails there, when they differ.
 
 The graph's input is what ``model(inputs, mode='tensor')`` takes: the data preprocessor's output (normalised
 ``(B, 3, H, W)`` fp32 images); its outputs are what that call returns (classifier: pre-softmax scores ``(B,
@@ -130,25 +130,60 @@ def _failed_guards(guards: Sequence[str], shape: Sequence[int]) -> List[str]:
     return failed
 
 
-def _check_guards(program: torch.export.ExportedProgram, name: str, shape: Sequence[int], dynamic_size: bool,
-                  divisor: int) -> None:
-    """Refuse a dynamic export whose graph holds only at the traced sizes (see the module docstring)."""
+def probe_shapes(shape: Sequence[int], dynamic: Optional[str], divisor: int) -> List[Tuple[int, ...]]:
+    """The input shapes to check an export at: the traced ``shape`` when nothing is ``dynamic``, else batch 1 and one
+    more than traced, and with ``'all'`` a larger and a small non-square image (sides multiples of ``divisor``)."""
     batch, channels, height, width = shape
-    guards = _guards(program)
-    # no probe at batch 1: torch.export guards some sizes against 1 (broadcasting), which the graph does not need
-    probes = {'batch': [(batch + 1, channels, height, width)]}
-    if dynamic_size:
-        probes['image size'] = [(batch, channels, height + divisor, width + 2 * divisor),
-                                (batch, channels, 2 * divisor, 3 * divisor)]
-    for what, shapes in probes.items():
-        for probe in shapes:
-            failed = _failed_guards(guards, probe)
-            if failed:
-                fix = 'export it with a fixed image size (--dynamic batch)' if what == 'image size' else \
-                    'export it without --dynamic'
-                raise ExportError(f'{name} cannot be exported with a dynamic {what}: its graph holds only at the '
-                                  f'traced size (torch.export guard {failed[0]!r} fails at input shape '
-                                  f'{tuple(probe)}); {fix}.')
+    if dynamic is None:
+        return [tuple(shape)]
+    probes = [(1, channels, height, width), (batch + 1, channels, height, width)]
+    if dynamic == 'all':
+        probes += [(batch + 1, channels, height + divisor, width + 2 * divisor),
+                   (1, channels, 2 * divisor, 3 * divisor)]
+    return probes
+
+
+def check_specialisations(program: torch.export.ExportedProgram, shapes: Sequence[Sequence[int]], name: str) -> None:
+    """Refuse, before the ONNX translation, a graph traced under an *equality* of the input sizes that fails at one of
+    ``shapes``: the Python code took a branch only right at the traced size (e.g. a loop unrolled over the token
+    count), so the graph is wrong elsewhere. Other guards (a size is not 1, a range) are left to
+    :func:`check_against_pytorch`."""
+    equalities = [guard for guard in _guards(program) if '==' in guard]
+    for shape in shapes:
+        failed = _failed_guards(equalities, shape)
+        if failed:
+            raise ExportError(f'{name} cannot be exported for input shape {tuple(shape)}: torch.export traced it under '
+                              f'the condition {failed[0]!r} (the Python code branches on the input size); export it '
+                              'with a fixed image size (--dynamic batch) or without --dynamic.')
+
+
+def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequence[int]], name: str,
+                          guards: Sequence[str] = (), tolerance: float = 1e-4) -> None:
+    """Run the ONNX file in ONNX Runtime and ``module`` in PyTorch on random inputs of each shape; raise
+    :class:`ExportError` where an output differs by more than ``tolerance`` (relative to its largest value, at least
+    1) or cannot be computed, naming a ``torch.export`` guard that fails there when there is one.
+
+    ``torch.export`` records every branch taken on a symbolic size as a guard that the ONNX graph does not keep, and
+    most of them (contiguity, broadcasting) do not change the values: comparing the outputs is the real test."""
+    generator = torch.Generator().manual_seed(0)
+    for shape in shapes:
+        images = torch.randn(*shape, generator=generator)
+        with torch.no_grad():
+            expected = module(images)
+        try:
+            actual = onnxruntime_outputs(path, images)
+            error = max(float((a - e).abs().max()) / max(1., float(e.abs().max())) for a, e in zip(actual, expected))
+            shapes_match = all(a.shape == e.shape for a, e in zip(actual, expected))
+        except Exception as failure:  # noqa: BLE001  (ONNX Runtime's shape errors)
+            error, shapes_match = float('inf'), str(failure).splitlines()[0][:200]
+        if shapes_match is True and error <= tolerance:
+            continue
+        failed = _failed_guards(guards, shape)
+        reason = f'torch.export traced it under the condition {failed[0]!r}' if failed else 'it branches on the size'
+        found = f'max |delta| {error:.2g}' if shapes_match is True else f'ONNX Runtime: {shapes_match}'
+        raise ExportError(f'the ONNX graph of {name} does not reproduce PyTorch at input shape {tuple(shape)} '
+                          f'({found}; {reason}): export it with a fixed image size (--dynamic batch) or without '
+                          '--dynamic.')
 
 
 def non_standard_ops(onnx_path: str) -> List[str]:
@@ -170,7 +205,7 @@ class OnnxExport:
 
 
 def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Optional[str] = None,
-                opset: int = DEFAULT_OPSET, optimize: bool = True) -> OnnxExport:
+                opset: int = DEFAULT_OPSET, optimize: bool = True, check: bool = True) -> OnnxExport:
     """Export ``module`` (a :class:`TensorOutputs`) to the ONNX file ``path``.
 
     Args:
@@ -179,6 +214,7 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
             must be multiples of :func:`size_divisor`, and so must every size the graph is run at).
         opset: ONNX opset (>= 18).
         optimize: let the exporter fold constants and fuse patterns (``onnxscript``'s optimizer).
+        check: compare ONNX Runtime with PyTorch at :func:`probe_shapes` (see :func:`check_against_pytorch`).
 
     Raises:
         ExportError: a dynamic axis the graph does not allow, a size that is not a multiple of the divisor, a
@@ -211,8 +247,8 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
             raise ExportError(f'{name} cannot be exported with the dynamic axes asked for ({dynamic}): '
                               f'{str(error).splitlines()[0]}; export it with --dynamic batch or without '
                               '--dynamic.') from error
-        if dims:
-            _check_guards(program, name, (batch, channels, height, width), dynamic == 'all', divisor)
+        if check:
+            check_specialisations(program, probe_shapes((batch, channels, height, width), dynamic, divisor), name)
         output_names = [f'output{index}' for index in range(len(program.graph_signature.user_outputs))]
         torch.onnx.export(program, (example, ), path, dynamo=True, opset_version=opset, optimize=optimize,
                           input_names=[INPUT_NAME], output_names=output_names, external_data=False, verbose=False)
@@ -220,6 +256,9 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
     if foreign:
         raise ExportError(f'the ONNX graph of {name} holds non-standard ops {foreign}; ONNX Runtime without '
                           'extensions cannot run it.')
+    if check:
+        check_against_pytorch(module, path, probe_shapes((batch, channels, height, width), dynamic, divisor), name,
+                              _guards(program))
     input_shape = (None if 0 in dims else batch, channels, None if 2 in dims else height,
                    None if 3 in dims else width)
     return OnnxExport(osp.abspath(path), input_shape, output_names, opset)

@@ -221,6 +221,8 @@ class GridRoPE(nn.Module):
             raise RopeConfigError('Sub-sampled attention needs 2D positions; use rope_mode="2d" or "as2d".')
         offset, width = ((sr_ratio - 1) / 2, key_grid[1]) if key_pos == 'fixed' else (1 - 1 / sr_ratio, grid[1])
         index = torch.arange(key_grid[0] * key_grid[1], device=device)
+        if torch.compiler.is_exporting():  # a symbolic width as a tensor: ONNX has no remainder by a symbolic scalar
+            width = torch.scalar_tensor(width, dtype=index.dtype, device=device)
         scale_y, scale_x = self.scale(grid)
         positions = torch.stack(((offset + sr_ratio * (index // width)) * scale_y,
                                  (offset + sr_ratio * (index % width)) * scale_x), dim=-1)
