@@ -63,8 +63,9 @@ def _is_detector(model: nn.Module) -> bool:
 class TensorOutputs(nn.Module):
     """The exported forward: ``images`` ``(B, C, H, W)`` -> a tuple of tensors.
 
-    ``part``: ``'model'`` (``model(images, mode='tensor')``), ``'backbone'`` (``model.backbone(images)``) or
-    ``'features'`` (``model.extract_feat(images)``: the backbone and neck of a detector or segmentor).
+    ``part``: ``'model'`` (``model(images, mode='tensor')``), ``'backbone'`` (``model.backbone(images)``),
+    ``'features'`` (``model.extract_feat(images)``: the backbone and neck of a detector or segmentor) or ``'module'``
+    (``model(images)``: ``model`` is itself a bare backbone).
     """
 
     def __init__(self, model: nn.Module, part: str) -> None:
@@ -77,6 +78,8 @@ class TensorOutputs(nn.Module):
             outputs = self.model.backbone(images)
         elif self.part == 'features':
             outputs = self.model.extract_feat(images)
+        elif self.part == 'module':
+            outputs = self.model(images)
         else:
             outputs = self.model(images, mode='tensor')
         return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs, )
