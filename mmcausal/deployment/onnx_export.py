@@ -6,9 +6,10 @@ real arithmetic instead of complex numbers, plain compositions instead of the cu
 backward-only savings mean nothing at inference), tables built from the input's (symbolic) size instead of caches.
 
 Dynamic sizes: ``torch.export`` records every branch the Python code took on a symbolic size as a *guard*, and the
-ONNX graph keeps the branch without the check. :func:`export_onnx` therefore runs the graph in ONNX Runtime at other
-batch sizes and image sizes (multiples of :func:`size_divisor`), compares it with PyTorch and refuses the export,
-naming a guard that fails there, when they differ.
+ONNX graph keeps the branch without the check. Most guards do not change the values (contiguity, broadcasting; an
+equality of strides in the pyramid's window padding), so :func:`export_onnx` runs the graph in ONNX Runtime at other
+batch sizes and image sizes (multiples of :func:`size_divisor`), compares it with PyTorch and refuses the export (and
+deletes the file), naming a guard that fails there, when they differ.
 
 The graph's input is what ``model(inputs, mode='tensor')`` takes: the data preprocessor's output (normalised
 ``(B, 3, H, W)`` fp32 images); its outputs are what that call returns (classifier: pre-softmax scores ``(B,
@@ -16,6 +17,7 @@ classes)``; segmentor: logits ``(B, classes, H, W)``), or the feature maps of th
 """
 import copy
 import math
+import os
 import os.path as osp
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -146,18 +148,14 @@ def probe_shapes(shape: Sequence[int], dynamic: Optional[str], divisor: int) -> 
     return probes
 
 
-def check_specialisations(program: torch.export.ExportedProgram, shapes: Sequence[Sequence[int]], name: str) -> None:
-    """Refuse, before the ONNX translation, a graph traced under an *equality* of the input sizes that fails at one of
-    ``shapes``: the Python code took a branch only right at the traced size (e.g. a loop unrolled over the token
-    count), so the graph is wrong elsewhere. Other guards (a size is not 1, a range) are left to
-    :func:`check_against_pytorch`."""
-    equalities = [guard for guard in _guards(program) if '==' in guard]
-    for shape in shapes:
-        failed = _failed_guards(equalities, shape)
-        if failed:
-            raise ExportError(f'{name} cannot be exported for input shape {tuple(shape)}: torch.export traced it under '
-                              f'the condition {failed[0]!r} (the Python code branches on the input size); export it '
-                              'with a fixed image size (--dynamic batch) or without --dynamic.')
+def check_size_independent_layers(module: nn.Module, name: str) -> None:
+    """Refuse a dynamic image size for a module with adaptive pooling to a grid larger than 1 x 1 (UperNet's pyramid
+    pooling): ONNX has no adaptive pooling, and the exporter writes the kernels of the traced size."""
+    for layer_name, layer in getattr(module, 'model', module).named_modules():
+        if isinstance(layer, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)) and layer.output_size not in (1, (1, 1)):
+            raise ExportError(f'{name} cannot be exported with a dynamic image size: {layer_name} pools adaptively '
+                              f'to {layer.output_size}, which ONNX writes as the kernels of the traced size; export it '
+                              'with a fixed image size (--dynamic batch).')
 
 
 def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequence[int]], name: str,
@@ -181,7 +179,7 @@ def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequenc
             error, shapes_match = float('inf'), str(failure).splitlines()[0][:200]
         if shapes_match is True and error <= tolerance:
             continue
-        failed = _failed_guards(guards, shape)
+        failed = sorted(_failed_guards(guards, shape), key=len)
         reason = f'torch.export traced it under the condition {failed[0]!r}' if failed else 'it branches on the size'
         found = f'max |delta| {error:.2g}' if shapes_match is True else f'ONNX Runtime: {shapes_match}'
         raise ExportError(f'the ONNX graph of {name} does not reproduce PyTorch at input shape {tuple(shape)} '
@@ -241,6 +239,8 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
                               f'downsampling of {name}), got {height} x {width}.')
         dims[2] = divisor * torch.export.Dim('height_blocks', min=1)
         dims[3] = divisor * torch.export.Dim('width_blocks', min=1)
+    if dynamic == 'all':
+        check_size_independent_layers(module, name)
     example = torch.randn(batch, channels, height, width)
     with torch.no_grad():
         try:
@@ -250,8 +250,6 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
             raise ExportError(f'{name} cannot be exported with the dynamic axes asked for ({dynamic}): '
                               f'{str(error).splitlines()[0]}; export it with --dynamic batch or without '
                               '--dynamic.') from error
-        if check:
-            check_specialisations(program, probe_shapes((batch, channels, height, width), dynamic, divisor), name)
         output_names = [f'output{index}' for index in range(len(program.graph_signature.user_outputs))]
         torch.onnx.export(program, (example, ), path, dynamo=True, opset_version=opset, optimize=optimize,
                           input_names=[INPUT_NAME], output_names=output_names, external_data=False, verbose=False)
@@ -260,8 +258,12 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
         raise ExportError(f'the ONNX graph of {name} holds non-standard ops {foreign}; ONNX Runtime without '
                           'extensions cannot run it.')
     if check:
-        check_against_pytorch(module, path, probe_shapes((batch, channels, height, width), dynamic, divisor), name,
-                              _guards(program))
+        try:
+            check_against_pytorch(module, path, probe_shapes((batch, channels, height, width), dynamic, divisor),
+                                  name, _guards(program))
+        except ExportError:
+            os.remove(path)  # no file that is wrong at some sizes
+            raise
     input_shape = (None if 0 in dims else batch, channels, None if 2 in dims else height,
                    None if 3 in dims else width)
     return OnnxExport(osp.abspath(path), input_shape, output_names, opset)
