@@ -159,10 +159,13 @@ def check_size_independent_layers(module: nn.Module, name: str) -> None:
 
 
 def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequence[int]], name: str,
-                          guards: Sequence[str] = (), tolerance: float = 1e-4) -> None:
+                          guards: Sequence[str] = (), tolerance: float = 1e-4,
+                          advice: str = 'export it with a fixed image size (--dynamic batch) or without --dynamic'
+                          ) -> None:
     """Run the ONNX file in ONNX Runtime and ``module`` in PyTorch on random inputs of each shape; raise
-    :class:`ExportError` where an output differs by more than ``tolerance`` (relative to its largest value, at least
-    1) or cannot be computed, naming a ``torch.export`` guard that fails there when there is one.
+    :class:`ExportError` (ending with ``advice``) where an output differs by more than ``tolerance`` (relative to its
+    largest value, at least 1), has another shape or cannot be computed, naming a ``torch.export`` guard that fails
+    there when there is one.
 
     ``torch.export`` records every branch taken on a symbolic size as a guard that the ONNX graph does not keep, and
     most of them (contiguity, broadcasting) do not change the values: comparing the outputs is the real test."""
@@ -173,18 +176,22 @@ def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequenc
             expected = module(images)
         try:
             actual = onnxruntime_outputs(path, images)
-            error = max(float((a - e).abs().max()) / max(1., float(e.abs().max())) for a, e in zip(actual, expected))
-            shapes_match = all(a.shape == e.shape for a, e in zip(actual, expected))
         except Exception as failure:  # noqa: BLE001  (ONNX Runtime's shape errors)
-            error, shapes_match = float('inf'), str(failure).splitlines()[0][:200]
-        if shapes_match is True and error <= tolerance:
-            continue
-        failed = sorted(_failed_guards(guards, shape), key=len)
+            found = f'ONNX Runtime: {str(failure).splitlines()[0][:200]}'
+        else:
+            pairs = list(zip(actual, expected))
+            output_shapes = [tuple(a.shape) for a in actual], [tuple(e.shape) for e in expected]
+            if output_shapes[0] != output_shapes[1]:
+                found = f'output shapes {output_shapes[0]} (PyTorch: {output_shapes[1]})'
+            else:
+                error = max(float((a - e).abs().max()) / max(1., float(e.abs().max())) for a, e in pairs)
+                if error <= tolerance:
+                    continue
+                found = f'max |delta| {error:.2g}'
+        failed = sorted(_failed_guards(guards, shape), key=len)  # the shortest condition reads best
         reason = f'torch.export traced it under the condition {failed[0]!r}' if failed else 'it branches on the size'
-        found = f'max |delta| {error:.2g}' if shapes_match is True else f'ONNX Runtime: {shapes_match}'
         raise ExportError(f'the ONNX graph of {name} does not reproduce PyTorch at input shape {tuple(shape)} '
-                          f'({found}; {reason}): export it with a fixed image size (--dynamic batch) or without '
-                          '--dynamic.')
+                          f'({found}; {reason}): {advice}.')
 
 
 def non_standard_ops(onnx_path: str) -> List[str]:
@@ -218,8 +225,8 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
         check: compare ONNX Runtime with PyTorch at :func:`probe_shapes` (see :func:`check_against_pytorch`).
 
     Raises:
-        ExportError: a dynamic axis the graph does not allow, a size that is not a multiple of the divisor, a
-            model that does not trace, or a graph with non-standard ops.
+        ExportError: a dynamic axis the graph does not allow (found by the check), a size that is not a multiple of
+            the divisor, or a graph with non-standard ops.
     """
     name = type(getattr(module, 'model', module)).__name__
     if dynamic not in (None, 'batch', 'all'):
@@ -239,7 +246,6 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
                               f'downsampling of {name}), got {height} x {width}.')
         dims[2] = divisor * torch.export.Dim('height_blocks', min=1)
         dims[3] = divisor * torch.export.Dim('width_blocks', min=1)
-    if dynamic == 'all':
         check_size_independent_layers(module, name)
     example = torch.randn(batch, channels, height, width)
     with torch.no_grad():
@@ -259,8 +265,9 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
                           'extensions cannot run it.')
     if check:
         try:
+            advice = {} if dynamic else dict(advice='a fault of the exporter: try --no-optimize, or report it')
             check_against_pytorch(module, path, probe_shapes((batch, channels, height, width), dynamic, divisor),
-                                  name, _guards(program))
+                                  name, _guards(program), **advice)
         except ExportError:
             os.remove(path)  # no file that is wrong at some sizes
             raise
