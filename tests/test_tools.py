@@ -182,6 +182,35 @@ def test_benchmark_compile_puts_each_compiled_case_below_its_eager_case():
     assert all(float(row['first step s']) >= 0 and float(row['ms / step']) > 0 for row in rows)
 
 
+def test_benchmark_onnxruntime_times_the_exported_model_in_onnx_runtime(tmp_path, monkeypatch):
+    """``--onnxruntime``: the case's model is exported once (kept in the folder) and every step is a run of the ONNX
+    Runtime session (the warm-up and each repeat), not of the PyTorch model."""
+    onnxruntime = pytest.importorskip('onnxruntime')
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    runs = []
+    run = onnxruntime.InferenceSession.run
+    monkeypatch.setattr(onnxruntime.InferenceSession, 'run',
+                        lambda session, *args, **kwargs: runs.append(1) or run(session, *args, **kwargs))
+    row = benchmark.measure(CLS, '64', 2, 2, backbone_only=True, train=False, device='cpu', onnxruntime=True,
+                            onnx_dir=str(tmp_path))
+    assert row['spec'] == f'{CLS} (onnxruntime)' and row['batch'] == 2 and row['ms'] > 0
+    assert len(runs) == 3 and len(list(tmp_path.glob('*.onnx'))) == 1
+
+
+def test_benchmark_table_compares_each_batch_with_its_own_first_row():
+    """Several ``--batch`` sizes: a batch column, and the ratios are to the first config at the same size and
+    batch."""
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    rows = [dict(spec=spec, size='64', batch=batch, params=1e6, images_per_s=batch * 1e3 / ms, ms=ms,
+                 first_step_s=0.1, peak_mib=10., activation_mib=5.)
+            for batch, spec, ms in [(1, 'a', 10.), (1, 'a (onnxruntime)', 5.), (8, 'a', 40.),
+                                    (8, 'a (onnxruntime)', 60.)]]
+    header, _, *lines = (line.strip('|').split('|') for line in benchmark.table(rows).splitlines())
+    table = [{name.strip(): value.strip() for name, value in zip(header, line)} for line in lines]
+    assert [row['batch'] for row in table] == ['1', '1', '8', '8']
+    assert [row['time x'] for row in table] == ['1.00', '0.50', '1.00', '1.50']
+
+
 def test_attention_benchmark_divides_every_row_by_the_bidirectional_row(monkeypatch, capsys):
     """``x bidir`` is each row's time over the bidirectional row's at the same length, wherever that case stands in
     ``--cases`` (it is timed first), and ``-`` without it; repeated cases are timed once; a bad case is refused."""

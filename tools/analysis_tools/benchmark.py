@@ -1,7 +1,8 @@
 """Time and memory of one or more configs' models side by side, every case in a fresh process (CPU or CUDA).
 
-    python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512 800x1216] [--batch 1] [--repeats 3]
-        [--rounds 1] [--backbone-only] [--train] [--amp] [--compile] [--device cpu|cuda]
+    python tools/analysis_tools/benchmark.py CONFIG [CONFIG ...] [--sizes 224 512 800x1216] [--batch 1 [8 ...]]
+        [--repeats 3] [--rounds 1] [--backbone-only] [--train] [--amp] [--compile] [--onnxruntime]
+        [--device cpu|cuda]
 
 A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1k.py``) or either with overrides
 after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
@@ -20,21 +21,33 @@ round-robin over the cases (each run a fresh process), and reports the median of
 step time: on a shared or thermally throttled CPU the speed drifts by several percent over minutes, and
 interleaved rounds see the same drift in every config. ``--compile`` measures every case a second time with the
 model under ``torch.compile`` (default backend: inductor), in the row below it (``first step s``: the warm-up step,
-which compiles, then the timed steps reuse the graphs). Example (the CaiT README's table)::
+which compiles, then the timed steps reuse the graphs). ``--onnxruntime`` (inference on the CPU) measures every case
+a third way: the model exported to ONNX (``tools/deployment/pytorch2onnx.py``'s export at the case's fixed shape,
+once per case into a temporary folder, outside the timing) and run by ONNX Runtime with as many intra-op threads as
+torch uses, in the row below the compiled one (``first step s``: the first run of the session). ``--batch`` takes
+several sizes: every case at each. Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
         mmpretrain::deit/deit-small_4xb256_in1k.py --sizes 224 512 --backbone-only --train
+
+ONNX Runtime against eager and compiled PyTorch (batch 1 and 8, interleaved rounds)::
+
+    python tools/analysis_tools/benchmark.py configs/illama/illama-small-p16_32xb128_in1k.py --sizes 224 \\
+        --batch 1 8 --compile --onnxruntime --rounds 3
 """
 import argparse
+import hashlib
 import importlib
 import json
+import os.path as osp
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -98,17 +111,42 @@ def parse_size(text: str) -> Tuple[int, int]:
     return int(parts[0]), int(parts[-1])
 
 
+def onnxruntime_step(module: torch.nn.Module, images: torch.Tensor, backbone_only: bool, onnx_path: str):
+    """A step that runs ``module`` (a whole model, or a backbone with ``backbone_only``) exported to ONNX (written to
+    ``onnx_path`` unless it exists) in ONNX Runtime on ``images``, with torch's number of intra-op threads."""
+    import onnxruntime
+
+    from mmcausal.deployment import INPUT_NAME, TensorOutputs, export_onnx, exportable_part
+    if not osp.isfile(onnx_path):
+        part = TensorOutputs(module, 'module') if backbone_only else exportable_part(module)
+        export_onnx(part.eval(), onnx_path, tuple(images.shape), check=False)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    session = onnxruntime.InferenceSession(onnx_path, options, providers=['CPUExecutionProvider'])
+    feed = {INPUT_NAME: images.numpy()}
+    return lambda: session.run(None, feed)
+
+
 def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool, train: bool, device: str,
-            amp: bool = False, compile: bool = False) -> dict:
-    """One case (see the module docstring); ``size`` is ``S`` or ``HxW``; ``compile``: under ``torch.compile``."""
+            amp: bool = False, compile: bool = False, onnxruntime: bool = False,
+            onnx_dir: Optional[str] = None) -> dict:
+    """One case (see the module docstring); ``size`` is ``S`` or ``HxW``; ``compile``: under ``torch.compile``;
+    ``onnxruntime``: exported and run by ONNX Runtime (inference on the CPU), the file kept in ``onnx_dir``."""
     torch.manual_seed(0)
     module = build_model(spec, backbone_only).to(device)
     module.train(train)  # not chained: some upstream backbones' train() returns None
     params = sum(p.numel() for p in module.parameters())
     model = torch.compile(module) if compile else module
     images = torch.randn(batch, 3, *parse_size(size), device=device)
+    if onnxruntime:
+        key = hashlib.sha1(f'{spec}|{size}|{batch}|{backbone_only}'.encode()).hexdigest()[:16]
+        run_session = onnxruntime_step(module, images, backbone_only,
+                                       osp.join(onnx_dir or tempfile.gettempdir(), f'{key}.onnx'))
 
     def step() -> None:
+        if onnxruntime:
+            run_session()
+            return
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
             if train:
                 sum(out.float().square().mean() for out in _outputs(model, images, backbone_only)).backward()
@@ -135,7 +173,8 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
         step()
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times)
-    row = dict(spec=f'{spec} (compiled)' if compile else spec, size=size, batch=batch, params=params,
+    label = f'{spec} (onnxruntime)' if onnxruntime else f'{spec} (compiled)' if compile else spec
+    row = dict(spec=label, size=size, batch=batch, params=params,
                images_per_s=batch / seconds, ms=seconds * 1e3, first_step_s=first_step, peak_mib=peak / 2**20,
                activation_mib=(peak - before) / 2**20)
     if train:  # after the timed steps: this forward's graph leaves the peak above untouched
@@ -157,20 +196,23 @@ def median_of_rounds(runs: List[dict]) -> dict:
 
 
 def table(rows: List[dict]) -> str:
-    """Markdown: one line per case, ratios to the first config at the same size."""
-    firsts: Dict[str, dict] = {}
+    """Markdown: one line per case, ratios to the first config at the same size and batch."""
+    firsts: Dict[Tuple[str, int], dict] = {}
     saved = 'saved_mib' in rows[0]
     spread = any(row.get('rounds', 1) > 1 for row in rows)
-    compiled = any(row['spec'].endswith(' (compiled)') for row in rows)
-    lines = ['| config | size | params (M) | images/s | ms / step | ' + ('ms range | ' if spread else '')
+    compiled = any(row['spec'].endswith((' (compiled)', ' (onnxruntime)')) for row in rows)
+    batches = len({row['batch'] for row in rows}) > 1
+    lines = ['| config | size | ' + ('batch | ' if batches else '') + 'params (M) | images/s | ms / step | '
+             + ('ms range | ' if spread else '')
              + ('first step s | ' if compiled else '')
              + 'peak MiB | activation MiB | ' + ('saved MiB | ' if saved else '') + 'time x | activation x |'
              + (' saved x |' if saved else ''),
-             '|---' * (9 + 2 * saved + spread + compiled) + '|']
+             '|---' * (9 + 2 * saved + spread + compiled + batches) + '|']
     for row in rows:
-        first = firsts.setdefault(row['size'], row)
+        first = firsts.setdefault((row['size'], row['batch']), row)
         activation_ratio = row['activation_mib'] / max(first['activation_mib'], 1e-9)
-        line = (f'| `{row["spec"]}` | {row["size"]} | {row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
+        line = (f'| `{row["spec"]}` | {row["size"]} | ' + (f'{row["batch"]} | ' if batches else '')
+                + f'{row["params"] / 1e6:.2f} | {row["images_per_s"]:.2f} | '
                 f'{row["ms"]:.0f} | ' + (f'{row["ms_min"]:.0f}-{row["ms_max"]:.0f} | ' if spread else '')
                 + (f'{row["first_step_s"]:.1f} | ' if compiled else '')
                 + f'{row["peak_mib"]:.0f} | {row["activation_mib"]:.0f} | ')
@@ -185,7 +227,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('configs', nargs='+', help='config files / mmpretrain:: names, optionally +key=value ...')
     parser.add_argument('--sizes', nargs='+', default=['224'], help='input sizes: S (square) or HxW, pixels')
-    parser.add_argument('--batch', type=int, default=1)
+    parser.add_argument('--batch', type=int, nargs='+', default=[1], help='batch sizes (every case at each)')
     parser.add_argument('--repeats', type=int, default=3, help='timed steps after one warm-up (median reported)')
     parser.add_argument('--rounds', type=int, default=1,
                         help='measure every case this many times, round-robin, each in a fresh process (median '
@@ -195,6 +237,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--amp', action='store_true', help='bfloat16 autocast (default: fp32)')
     parser.add_argument('--compile', action='store_true',
                         help='also measure every case under torch.compile (a row below the eager one)')
+    parser.add_argument('--onnxruntime', action='store_true',
+                        help='also measure every case exported to ONNX and run by ONNX Runtime (CPU inference)')
+    parser.add_argument('--onnx-dir', help=argparse.SUPPRESS)  # where the children keep the exported files
     parser.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
     parser.add_argument('--single', action='store_true', help=argparse.SUPPRESS)  # one case, in a child process
     args = parser.parse_args()
@@ -203,8 +248,10 @@ def parse_args() -> argparse.Namespace:
             parse_size(size)
         except argparse.ArgumentTypeError as error:
             parser.error(str(error))
-    if args.rounds < 1 or args.repeats < 1:
-        parser.error('--rounds and --repeats must be at least 1')
+    if args.rounds < 1 or args.repeats < 1 or min(args.batch) < 1:
+        parser.error('--rounds, --repeats and --batch must be at least 1')
+    if args.onnxruntime and (args.train or args.amp or args.device != 'cpu'):
+        parser.error('--onnxruntime measures fp32 inference on the CPU: drop --train, --amp and --device cuda')
     return args
 
 
@@ -212,28 +259,34 @@ def main() -> None:
     args = parse_args()
     flags = [*(['--backbone-only'] if args.backbone_only else []), *(['--train'] if args.train else []),
              *(['--amp'] if args.amp else [])]
-    if args.single:  # --compile: this case under torch.compile
-        print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch, args.repeats, args.backbone_only,
-                                 args.train, args.device, args.amp, args.compile)))
+    if args.single:  # --compile / --onnxruntime: this case under torch.compile / in ONNX Runtime
+        print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch[0], args.repeats, args.backbone_only,
+                                 args.train, args.device, args.amp, args.compile, args.onnxruntime, args.onnx_dir)))
         return
-    cases = [((size_index, index, compiled), size, spec) for size_index, size in enumerate(args.sizes)
-             for index, spec in enumerate(args.configs) for compiled in (False, True)[:1 + args.compile]]
-    runs: Dict[Tuple[int, int, bool], List[dict]] = {case: [] for case, _, _ in cases}  # a config may repeat
+    runtimes = ['eager'] + ['compiled'] * args.compile + ['onnxruntime'] * args.onnxruntime
+    cases = [((size_index, batch, index, runtime), size, spec) for size_index, size in enumerate(args.sizes)
+             for batch in args.batch for index, spec in enumerate(args.configs) for runtime in runtimes]
+    runs: Dict[Tuple[int, int, int, str], List[dict]] = {case: [] for case, _, _ in cases}  # a config may repeat
     failures = []
+    onnx_dir = tempfile.TemporaryDirectory(prefix='benchmark-onnx-') if args.onnxruntime else None
     for completed_rounds in range(args.rounds):
         for case, size, spec in cases:
             if len(runs[case]) < completed_rounds:  # it failed in an earlier round
                 continue
+            runtime = case[3]
             child = subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch',
-                                    str(args.batch), '--repeats', str(args.repeats), '--device', args.device, *flags,
-                                    *(['--compile'] if case[2] else [])],
+                                    str(case[1]), '--repeats', str(args.repeats), '--device', args.device, *flags,
+                                    *(['--compile'] if runtime == 'compiled' else []),
+                                    *(['--onnxruntime', '--onnx-dir', onnx_dir.name] if runtime == 'onnxruntime'
+                                      else [])],
                                    capture_output=True, text=True)
             if child.returncode:  # report it and go on: the other cases' measurements stay useful
-                failures.append(f'Measuring {spec} at {size}px failed:\n{child.stderr.strip()[-2000:]}')
+                failures.append(f'Measuring {spec} ({runtime}) at {size}px, batch {case[1]} failed:\n'
+                                f'{child.stderr.strip()[-2000:]}')
                 print(failures[-1], file=sys.stderr)
                 continue
             runs[case].append(json.loads(child.stdout.strip().splitlines()[-1]))
-            print(f'measured {spec} at {size}px', file=sys.stderr)
+            print(f'measured {spec} ({runtime}) at {size}px, batch {case[1]}', file=sys.stderr)
     rows = [median_of_rounds(measured) for measured in runs.values() if measured]
     if rows:
         print(table(rows))

@@ -63,9 +63,10 @@ def soft_causal_weights(num_tokens: int, alpha: Alpha, device: torch.device,
     """iLLaMA soft mask ``S = alpha * 1 + (1 - alpha) * tril`` (paper Eq. 2), shape ``(N, N)``.
 
     A float ``alpha`` is cached: every block of a forward pass asks for the same ``(N, alpha)``; treat the result as
-    read-only. A tensor ``alpha`` (0-dim; a compiled :class:`SelfAttention`'s rate) is read at every call.
+    read-only. A tensor ``alpha`` (0-dim; a compiled :class:`SelfAttention`'s rate) is read at every call, and so
+    is every table traced into a graph (``torch.compile`` / ``torch.export``: ``N`` may be symbolic).
     """
-    if isinstance(alpha, Tensor):
+    if isinstance(alpha, Tensor) or torch.compiler.is_compiling():
         return _soft_causal_weights(num_tokens, alpha, device, dtype)
     return _cached_soft_causal_weights(num_tokens, alpha, device, dtype)
 
@@ -74,7 +75,7 @@ def soft_causal_logit_bias(num_tokens: int, alpha: Alpha, device: torch.device,
                            dtype: torch.dtype = torch.float32) -> Tensor:
     """Additive bias ``log S``: 0 on and below the diagonal, ``log(alpha)`` above it, shape ``(N, N)`` (cached for a
     float ``alpha``, as :func:`soft_causal_weights`)."""
-    if isinstance(alpha, Tensor):
+    if isinstance(alpha, Tensor) or torch.compiler.is_compiling():
         return _soft_causal_weights(num_tokens, alpha, device, dtype).log()
     return _cached_soft_causal_logit_bias(num_tokens, alpha, device, dtype)
 
@@ -97,16 +98,25 @@ def _cached_soft_causal_logit_bias(num_tokens: int, alpha: float, device: torch.
         return _cached_soft_causal_weights(num_tokens, alpha, device, dtype).log()
 
 
-@functools.lru_cache(maxsize=4)
 def soft_mask_key_bias(num_tokens: int, device: torch.device, dtype: torch.dtype = torch.float32) -> Tensor:
     """Logit bias ``(N, 2N)`` of :func:`soft_mask_attention`: query ``t`` sees the first copy of key ``s`` for
     ``s <= t`` and the second copy for ``s > t`` (``-inf`` elsewhere). Cached and shared by every block (one
     tensor kept for backward, not one per block); treat it as read-only. A float table, not a boolean mask: SDPA
-    turns a boolean mask into a new float tensor on every call, which each block would then keep for backward."""
+    turns a boolean mask into a new float tensor on every call, which each block would then keep for backward.
+    Traced into a graph (``torch.compile`` / ``torch.export``) it is built in the graph, for a symbolic ``N``."""
+    if torch.compiler.is_compiling():
+        return _soft_mask_key_bias(num_tokens, device, dtype)
     with torch.inference_mode(False):
-        past = torch.ones(num_tokens, num_tokens, device=device, dtype=torch.bool).tril()
-        visible = torch.cat((past, ~past), dim=1)
-        return torch.zeros(visible.shape, device=device, dtype=dtype).masked_fill_(~visible, float('-inf'))
+        return _cached_soft_mask_key_bias(num_tokens, device, dtype)
+
+
+def _soft_mask_key_bias(num_tokens: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+    past = torch.ones(num_tokens, num_tokens, device=device, dtype=torch.bool).tril()
+    visible = torch.cat((past, ~past), dim=1)
+    return torch.zeros(visible.shape, device=device, dtype=dtype).masked_fill(~visible, float('-inf'))
+
+
+_cached_soft_mask_key_bias = functools.lru_cache(maxsize=4)(_soft_mask_key_bias)
 
 
 def soft_mask_attention(q: Tensor, k: Tensor, v: Tensor, alpha: Alpha, attn_bias: Optional[Tensor] = None) -> Tensor:

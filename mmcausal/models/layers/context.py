@@ -46,7 +46,10 @@ class TokenLayout:
         return self.grid[0] * self.grid[1]
 
     def memo(self, key: Hashable, build: Callable[[], Any]) -> Any:
-        """``build()`` the first time ``key`` is asked for in this forward, the same object afterwards."""
+        """``build()`` the first time ``key`` is asked for in this forward, the same object afterwards; under
+        ``torch.export`` every time (keys may hold symbolic sizes, which do not hash)."""
+        if torch.compiler.is_exporting():
+            return build()
         if key not in self._memo:
             self._memo[key] = build()
         return self._memo[key]

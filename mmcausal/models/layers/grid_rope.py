@@ -156,9 +156,9 @@ class GridRoPE(nn.Module):
     def cls_token_position(self, grid: Tuple[int, int], cls_position: str,
                            device: Optional[torch.device] = None) -> Tensor:
         """Position of the class token: ``(1, 2)``, or ``(1,)`` in ``'1d'`` (its sequence index)."""
-        if self.mode == '1d':
-            index = 0. if cls_position == 'first' else float(grid[0] * grid[1])
-            return torch.full((1, ), index, device=device)
+        if self.mode == '1d':  # an arange, not a float of the grid: the grid may be symbolic (torch.export)
+            index = 0 if cls_position == 'first' else grid[0] * grid[1]
+            return torch.arange(index, index + 1, device=device, dtype=torch.float32)
         if self.cls_rope == 'identity':
             return torch.zeros(1, 2, device=device)
         row = 0. if self.cls_rope == 'legacy_trunc' else -1.
@@ -221,6 +221,8 @@ class GridRoPE(nn.Module):
             raise RopeConfigError('Sub-sampled attention needs 2D positions; use rope_mode="2d" or "as2d".')
         offset, width = ((sr_ratio - 1) / 2, key_grid[1]) if key_pos == 'fixed' else (1 - 1 / sr_ratio, grid[1])
         index = torch.arange(key_grid[0] * key_grid[1], device=device)
+        if torch.compiler.is_exporting():  # a symbolic width as a tensor: ONNX has no remainder by a symbolic scalar
+            width = torch.scalar_tensor(width, dtype=index.dtype, device=device)
         scale_y, scale_x = self.scale(grid)
         positions = torch.stack(((offset + sr_ratio * (index // width)) * scale_y,
                                  (offset + sr_ratio * (index % width)) * scale_x), dim=-1)

@@ -41,11 +41,11 @@ def window_key_mask(grid_size: Tuple[int, int], window_size: int, batch: int,
                     device: Optional[torch.device] = None) -> Optional[Tensor]:
     """Boolean SDPA mask ``(B * nH * nW, 1, 1, ws * ws)``: True for image tokens, False for padding.
 
-    Returns ``None`` when the grid needs no padding. Every window holds at least one image token, so no
-    query row is fully masked.
+    Returns ``None`` when the grid needs no padding (under ``torch.export`` the mask is always built, all True then, so
+    the graph serves every grid). Every window holds at least one image token, so no query row is fully masked.
     """
     height, width = grid_size
-    if height % window_size == 0 and width % window_size == 0:
+    if not torch.compiler.is_exporting() and height % window_size == 0 and width % window_size == 0:
         return None
     valid = torch.zeros(height + (-height % window_size), width + (-width % window_size), device=device,
                         dtype=torch.bool)

@@ -121,7 +121,7 @@ class DefocusBackbone(MaskModeMixin, PlainBackbone):
         area_ratio = image_grid[0] * image_grid[1] / (self.patch_resolution[0] * self.patch_resolution[1])
         layout = TokenLayout(grid, self.cls_position, order=order, image_grid=image_grid,
                              position_scale=self._resolve_scale(self.rope_scale_factor, area_ratio),
-                             decay_scale=self._resolve_scale(self.delta_scale_factor, math.sqrt(area_ratio)))
+                             decay_scale=self._resolve_scale(self.delta_scale_factor, area_ratio ** 0.5))
         return self.run_layers(tokens, layout)
 
 

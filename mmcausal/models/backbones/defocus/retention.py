@@ -46,7 +46,8 @@ def retention(q: Tensor, k: Tensor, v: Tensor, rates: Tensor, chunk_size: Option
     length = q.shape[-2]
     size = length if chunk_size is None else min(chunk_size, length)
     pad = -length % size
-    if pad:
+    exporting = torch.compiler.is_exporting()  # a graph for any length: both branches below, whatever this length
+    if exporting or pad:
         q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))  # zero keys/values add nothing
     num_chunks = (length + pad) // size
     qc, kc, vc = (x.unflatten(2, (num_chunks, size)) for x in (q, k, v))  # (B, heads, C, T, d)
@@ -55,7 +56,7 @@ def retention(q: Tensor, k: Tensor, v: Tensor, rates: Tensor, chunk_size: Option
     rates = rates.to(exact)
     local = _decay_powers(rates, steps[:, None] - steps[None, :]).to(q.dtype)  # (heads, T, T)
     out = ((qc @ kc.transpose(-1, -2)) * local[:, None]) @ vc
-    if num_chunks > 1:
+    if exporting or num_chunks > 1:  # one chunk: ``carry`` is 0 and nothing is added
         to_chunk_end = _decay_powers(rates, size - 1 - steps).to(q.dtype)[:, None, :, None]  # (heads, 1, T, 1)
         summaries = (kc * to_chunk_end).transpose(-1, -2) @ vc  # (B, heads, C, d_k, d_v): chunk c at its last token
         chunks = torch.arange(num_chunks, device=q.device, dtype=exact)
