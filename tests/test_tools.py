@@ -78,7 +78,7 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmdet', 'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
-    ('mmpretrain', 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py',
+    ('mmpretrain', 'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmseg', 'configs/cait/upernet_cait-nano-p8_1xb8-250i_shapes-64x64.py',
      ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
@@ -120,7 +120,7 @@ def test_benchmark_tool_measures_what_backward_keeps_linear_in_the_tokens():
 
 def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
     """Two configs, two interleaved rounds: one row per case with the median step time inside its range."""
-    cait = 'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py'
+    cait = 'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py'
     rows = _benchmark_table(cait, f'{cait}+model.backbone.attn_impl=explicit', '--sizes', '64', '--backbone-only',
                             '--train', '--repeats', '1', '--rounds', '2')
     assert [row['config'] for row in rows] == [f'`{cait}`', f'`{cait}+model.backbone.attn_impl=explicit`']

@@ -22,7 +22,7 @@ CLASSIFIERS = ['configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py',
                'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
                'configs/pyramid_vision_llama/pyramid-vision-llama-nano_1xb32-30e_shapes-64px.py',
                'configs/defocus/defocus-vit-nano-p8_1xb32-45e_shapes-64px.py',
-               'configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py']
+               'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py']
 SEGMENTORS = ['configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py',
               'configs/vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py',
               'configs/pyramid_vision_llama/upernet_pyramid-vision-llama-nano_1xb8-400i_shapes-64x64.py',

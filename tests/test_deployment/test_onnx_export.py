@@ -69,7 +69,7 @@ DYNAMIC = [
      [(1, 3, 64, 64), (3, 3, 48, 80)], TWO_BLOCKS),
     ('configs/defocus/defocus-retnet-nano-p8_1xb32-30e_shapes-64px.py', ['--dynamic'], 'model',
      [(1, 3, 64, 64), (3, 3, 48, 80)], TWO_BLOCKS),
-    ('configs/cait/cait-nano-p16_1xb16-30e_shapes-64px.py', ['--dynamic'], 'model',
+    ('configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py', ['--dynamic'], 'model',
      [(1, 3, 64, 64), (3, 3, 48, 80)], TWO_BLOCKS),
     ('configs/defocus/defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py', ['--dynamic', 'batch'], 'model',
      [(1, 3, 64, 64), (3, 3, 64, 64)], TWO_BLOCKS),

@@ -1,10 +1,11 @@
 """Convert a DiT, SiT, DiT-LLaMA or SiT-LLaMA checkpoint into an mmcausal checkpoint.
 
-    # a released flat EMA file (DiT-XL-2-256x256.pt, SiT-XL-2-256x256.pt)
-    python tools/model_converters/dit2mmcausal.py DiT-XL-2-256x256.pt checkpoints/dit-xlarge-p2_in1k-256px.pth
-    # a train.py file ({'model', 'ema', 'opt', 'args'}, e.g. mtgv/DiTLLaMA-B-4/0400000.pt): its EMA weights by default
-    python tools/model_converters/dit2mmcausal.py 0400000.pt checkpoints/dit-llama-base-p4_in1k-256px.pth
-    python tools/model_converters/dit2mmcausal.py --use model 0400000.pt dit-llama-base-p4_live.pth
+    python tools/model_converters/dit2mmcausal.py [--use ema|model] SRC DST
+
+SRC is a released flat EMA file (DiT's ``DiT-XL-2-256x256.pt``, SiT's ``SiT-XL-2-256x256.pt``) or a ``train.py`` file
+(``{'model', 'ema', 'opt', 'args'}``, e.g. the DiT-LLaMA ``0400000.pt`` files): its EMA weights by default,
+``--use model`` for the live ones. DST is the mmcausal checkpoint to write (the generation configs' default names
+come with those configs).
 
 The block type (DiT's GELU MLP or VisionLLaMA's SwiGLU), width, depth, patch size, latent channels, learn_sigma and
 the training grid are read from the weights and printed with the network to build. The weights are stored under
