@@ -91,7 +91,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
             range) or ``'isotropic'`` (paper Eq. 4 and the official code: one scale ``B_h / H`` for both axes);
             see :func:`~mmcausal.models.layers.grid_rope.auto_scale`. Both agree on square grids. ``per_axis`` is
             the default from evidence: on the tiny twin trained at 64 px it keeps 8-17 points more top-1 at
-            64x96 / 48x128 and 2-6 at 128x48 (README, "Resolution generalisation").
+            64x96 / 48x128 and 2-6 at 128x48 (docs/models.md, "Resolution generalisation").
         rope_theta: RoPE frequency base.
         cls_rope: class-token rotation: ``'identity'`` (angle 0), or the official deit quirk of rotating it
             like flat index -1, i.e. column ``W - 1`` and row ``0`` (``'legacy_trunc'``, torch < 1.13) or
