@@ -1,0 +1,202 @@
+"""The twins' judge trained through tools/train.py, the extractors, and tools/generation/evaluate.py end to end on
+small ADM-layout files (real shapes images, pure noise), including its one-line answers to bad input."""
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from e2e_utils import ROOT, data_options, run_command
+from mmcausal.evaluation import (
+    ExtractorError,
+    InceptionFeatures,
+    JudgeFeatures,
+    conditional_accuracy,
+    extract_features,
+    frechet_distance_of,
+    images_from_class_folders,
+    save_sample_npz,
+)
+from mmcausal.models.backbones import JudgeCNN
+
+pytestmark = pytest.mark.e2e
+
+JUDGE_CONFIG = 'configs/generation_judge/judge-cnn-nano_1xb64-20e_shapes-32px.py'
+EVALUATE = str(ROOT / 'tools/generation/evaluate.py')
+MAKE_REFERENCE = str(ROOT / 'tools/generation/make_reference_npz.py')
+
+
+def _tool_main(path: str):
+    return runpy.run_path(path, run_name='tool')['main']
+
+
+def _noise(num: int, size: int = 32, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (num, size, size, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope='module')
+def judge_run(shapes_root, tmp_path_factory):
+    """The judge trained by tools/train.py on the real train split, and the 32 px train / val / noise files."""
+    work = tmp_path_factory.mktemp('judge')
+    run_command([sys.executable, 'tools/train.py', JUDGE_CONFIG, '--work-dir', str(work), '--cfg-options',
+                 *data_options(shapes_root, 'imagenet')], timeout=900)
+    files = {}
+    for split in ('train', 'val'):
+        _tool_main(MAKE_REFERENCE)([str(shapes_root / 'imagenet' / split), str(work / f'{split}.npz'), '--size', '32'])
+        files[split] = work / f'{split}.npz'
+    files['noise'] = work / 'noise.npz'
+    save_sample_npz(str(files['noise']), _noise(400), np.arange(400) % 4)
+    return dict(checkpoint=work / 'epoch_20.pth', **files)
+
+
+def _load(path: Path):
+    with np.load(path) as data:
+        return data['arr_0'], data['arr_1']
+
+
+# ---- JudgeCNN -----------------------------------------------------------------------------------------------------
+
+def test_judge_cnn_has_the_spec_size_and_keeps_the_last_map():
+    judge = JudgeCNN()
+    convs = sum(c_in * c_out * 9 + c_out for c_in, c_out in ((3, 32), (32, 64), (64, 128)))
+    assert sum(p.numel() for p in judge.parameters()) == convs + 2 * (32 + 64 + 128)  # spec: ~100k with the head
+    (features, ) = judge(torch.zeros(2, 3, 32, 32))
+    assert features.shape == (2, 128, 8, 8)
+
+
+def test_judge_cnn_refuses_groups_that_do_not_divide_a_stage():
+    with pytest.raises(ValueError, match='num_groups'):
+        JudgeCNN(channels=(32, 60), num_groups=8)
+
+
+# ---- the judge, trained ------------------------------------------------------------------------------------------
+
+def test_make_reference_npz_writes_the_folder_classes_as_labels(judge_run):
+    images, labels = _load(judge_run['val'])
+    assert images.shape == (100, 32, 32, 3) and images.dtype == np.uint8
+    np.testing.assert_array_equal(np.bincount(labels), [25] * 4)
+    assert labels.tolist() == sorted(labels.tolist())  # class folders in sorted order
+
+
+def test_judge_classifies_held_out_real_images_and_not_noise(judge_run):
+    judge = JudgeFeatures(str(judge_run['checkpoint']))
+    val, val_labels = _load(judge_run['val'])
+    noise, noise_labels = _load(judge_run['noise'])
+    val_features, noise_features = extract_features(judge, val), extract_features(judge, noise)
+    assert conditional_accuracy(val_features.probs, val_labels) >= 0.95
+    assert abs(conditional_accuracy(noise_features.probs, noise_labels) - 0.25) < 0.1
+    assert val_features.pool.shape == (100, 128) and val_features.spatial.shape == (100, 7, 8, 8)
+    torch.testing.assert_close(val_features.probs.sum(dim=1), torch.ones(100))
+
+
+def test_judge_fd_separates_real_from_noise(judge_run):
+    judge = JudgeFeatures(str(judge_run['checkpoint']))
+    train = extract_features(judge, _load(judge_run['train'])[0]).pool
+    val = extract_features(judge, _load(judge_run['val'])[0]).pool
+    noise = extract_features(judge, _load(judge_run['noise'])[0]).pool
+    assert frechet_distance_of(val, train) < 0.02 * frechet_distance_of(noise, train)
+
+
+# ---- tools/generation/evaluate.py --------------------------------------------------------------------------------
+
+def test_evaluate_cli_reports_real_images_as_good_and_noise_as_bad(judge_run, tmp_path):
+    """Real held-out images through the command line (a process of its own), noise through the same main()."""
+    extractor = f'judge:{judge_run["checkpoint"]}'
+    real_json, noise_json = tmp_path / 'val.json', tmp_path / 'noise.json'
+    result = run_command([sys.executable, EVALUATE, str(judge_run['val']), '--ref', str(judge_run['train']),
+                          '--extractor', extractor, '--out-json', str(real_json)])
+    assert f'python evaluations/evaluator.py {judge_run["train"]} {judge_run["val"]}' in result.stdout
+    assert 'judge accuracy on the conditioning labels' in result.stdout
+    _tool_main(EVALUATE)([str(judge_run['noise']), '--ref', str(judge_run['train']), '--extractor', extractor,
+                          '--out-json', str(noise_json)])
+    real, noise = json.loads(real_json.read_text()), json.loads(noise_json.read_text())
+    assert real['accuracy'] >= 0.95 and abs(noise['accuracy'] - 0.25) < 0.1
+    assert real['fd'] < 0.02 * noise['fd'] and real['sfid'] < noise['sfid']
+    assert real['precision'] > 0.8 and real['recall'] > 0.8 and noise['precision'] == noise['recall'] == 0
+    assert real['inception_score'] > 2 * noise['inception_score']
+    assert 0.8 < real['nn_ratio'] < 1.25 and noise['nn_ratio'] > 2 and real['copy_fraction'] == 0
+
+
+def test_evaluate_flags_copies_of_the_reference(judge_run, tmp_path, capsys):
+    train, labels = _load(judge_run['train'])
+    copies = tmp_path / 'copies.npz'
+    save_sample_npz(str(copies), train[:100], labels[:100])
+    _tool_main(EVALUATE)([str(copies), '--ref', str(judge_run['train']), '--extractor',
+                          f'judge:{judge_run["checkpoint"]}', '--out-json', str(tmp_path / 'm.json')])
+    report = json.loads((tmp_path / 'm.json').read_text())
+    assert report['copy_fraction'] == 1.0 and report['nn_ratio'] < 1e-3  # 0 up to cdist's round-off
+
+
+def _error_line(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as error:
+        _tool_main(EVALUATE)(argv)
+    message = str(error.value.code)
+    assert '\n' not in message and 'Traceback' not in message
+    return message
+
+
+def test_evaluate_ends_with_one_line_and_status_1_for_a_missing_file(tmp_path, capsys):
+    # SystemExit with a message: Python prints it to stderr and exits with status 1
+    missing = tmp_path / 'none.npz'
+    assert _error_line([str(missing), '--ref', str(missing), '--extractor', 'judge:x.pth'], capsys) == (
+        f'SampleFileError: {missing} does not exist; give an .npz written by tools/generation/sample.py or '
+        'tools/generation/make_reference_npz.py.')
+
+
+@pytest.mark.parametrize('arrays,expected', [
+    (dict(images=np.zeros((2, 8, 8, 3), np.uint8)), 'has no arr_0'),
+    (dict(arr_0=np.zeros((2, 8, 8, 3), np.float32)), 'arr_0 must be uint8 images N x H x W x 3'),
+    (dict(arr_0=np.zeros((2, 3, 8, 8), np.uint8)), 'arr_0 must be uint8 images N x H x W x 3'),
+    (dict(arr_0=np.zeros((2, 8, 8, 3), np.uint8), arr_1=np.zeros(3, np.int64)), 'one integer label per image'),
+], ids=['no-arr_0', 'float', 'nchw', 'labels'])
+def test_evaluate_refuses_a_wrong_npz_layout_in_one_line(tmp_path, capsys, arrays, expected):
+    bad, good = tmp_path / 'bad.npz', tmp_path / 'good.npz'
+    np.savez(bad, **arrays)
+    save_sample_npz(str(good), _noise(8, 8))
+    assert expected in _error_line([str(bad), '--ref', str(good), '--extractor', 'judge:x.pth'], capsys)
+    assert expected in _error_line([str(good), '--ref', str(bad), '--extractor', 'judge:x.pth'], capsys)
+
+
+def test_evaluate_refuses_references_of_another_size_and_bad_extractors(tmp_path, capsys):
+    samples, small = tmp_path / 's.npz', tmp_path / 'small.npz'
+    save_sample_npz(str(samples), _noise(8, 16))
+    save_sample_npz(str(small), _noise(8, 8))
+    assert '--ref images are 8x8 but the samples 16x16' in _error_line(
+        [str(samples), '--ref', str(small), '--extractor', 'judge:x.pth'], capsys)
+    assert '--extractor must be judge:CKPT or inception:PATH' in _error_line(
+        [str(samples), '--ref', str(samples), '--extractor', 'clip:x.pth'], capsys)
+    assert f'judge checkpoint {tmp_path / "x.pth"} does not exist' in _error_line(
+        [str(samples), '--ref', str(samples), '--extractor', f'judge:{tmp_path / "x.pth"}'], capsys)
+    torch.save(dict(state_dict={}), tmp_path / 'bare.pth')
+    assert 'holds no config in its meta' in _error_line(
+        [str(samples), '--ref', str(samples), '--extractor', f'judge:{tmp_path / "bare.pth"}'], capsys)
+    assert 'Inception weights' in _error_line(
+        [str(samples), '--ref', str(samples), '--extractor', f'inception:{tmp_path / "none.pth"}'], capsys)
+
+
+# ---- Inception ----------------------------------------------------------------------------------------------------
+
+def test_inception_features_load_a_torchvision_state_dict_and_hook_the_adm_layers(tmp_path):
+    from torchvision.models import inception_v3
+    torch.manual_seed(0)
+    path = tmp_path / 'inception_v3_google-0cc3c7bd.pth'
+    torch.save(inception_v3(weights=None, aux_logits=True, init_weights=False).state_dict(), path)
+    features = InceptionFeatures(str(path))(_noise(2, 32))
+    assert features.pool.shape == (2, 2048) and features.spatial.shape == (2, 7, 17, 17)
+    assert features.probs.shape == (2, 1000)
+    torch.testing.assert_close(features.probs.sum(dim=1), torch.ones(2))
+
+
+def test_inception_features_refuse_another_state_dict(tmp_path):
+    torch.save(JudgeCNN().state_dict(), tmp_path / 'judge.pth')
+    with pytest.raises(ExtractorError, match='not a torchvision inception_v3 state dict'):
+        InceptionFeatures(str(tmp_path / 'judge.pth'))
+
+
+def test_images_from_class_folders_refuses_an_empty_folder(tmp_path):
+    (tmp_path / 'a').mkdir()
+    with pytest.raises(ValueError, match='holds no images'):
+        images_from_class_folders(str(tmp_path))
