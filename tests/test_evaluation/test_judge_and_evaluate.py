@@ -200,3 +200,22 @@ def test_images_from_class_folders_refuses_an_empty_folder(tmp_path):
     (tmp_path / 'a').mkdir()
     with pytest.raises(ValueError, match='holds no images'):
         images_from_class_folders(str(tmp_path))
+
+
+def test_judge_features_of_npz_images_equal_those_of_the_training_pipeline(judge_run, shapes_root):
+    """evaluate.py feeds RGB arrays; the judge was trained on the config's pipeline (BGR from LoadImageFromFile, BOX
+    resize, data preprocessor): both routes must give the same features for the same image."""
+    from mmengine.config import Config
+    from mmengine.dataset import Compose
+    from mmengine.registry import init_default_scope
+    judge = JudgeFeatures(str(judge_run['checkpoint']))
+    cfg = Config.fromfile(str(ROOT / JUDGE_CONFIG))
+    init_default_scope('mmpretrain')
+    pipeline = Compose(cfg.test_pipeline)
+    files = sorted((shapes_root / 'imagenet' / 'val').glob('*/*.JPEG'))[::10]
+    packed = [pipeline(dict(img_path=str(path)))['inputs'] for path in files]
+    with torch.no_grad():
+        inputs = judge.model.data_preprocessor(dict(inputs=torch.stack(packed)), False)['inputs']
+        expected = judge.model.neck(judge.model.extract_feat(inputs, stage='backbone'))[-1]
+    val, _ = _load(judge_run['val'])
+    torch.testing.assert_close(judge(val[::10]).pool, expected, rtol=1e-4, atol=1e-4)
