@@ -7,6 +7,6 @@ component (see :mod:`mmcausal.registry`).
 from . import compat  # noqa: F401  (must run before anything builds a Runner)
 
 # isort: split
-from . import datasets, engine, models  # noqa: F401
+from . import datasets, engine, evaluation, models  # noqa: F401
 
 __version__ = '0.1.0'

@@ -11,6 +11,7 @@ from .extractors import (
     extract_features,
 )
 from .frechet import feature_statistics, frechet_distance, frechet_distance_of, spatial_frechet_distance
+from .generation_metric import GenerationMetric
 from .generation_report import conditional_accuracy, evaluate_generation, pixel_vectors
 from .inception_score import inception_score
 from .memorisation import memorisation_check
@@ -22,5 +23,5 @@ __all__ = [
     'precision_recall', 'manifold_coverage', 'memorisation_check', 'nearest_distances', 'kth_neighbour_distances',
     'inside_any_ball', 'ImageFeatures', 'JudgeFeatures', 'InceptionFeatures', 'ExtractorError', 'build_extractor',
     'extract_features', 'evaluate_generation', 'conditional_accuracy', 'pixel_vectors', 'SampleFileError',
-    'load_sample_npz', 'save_sample_npz', 'images_from_class_folders'
+    'load_sample_npz', 'save_sample_npz', 'images_from_class_folders', 'GenerationMetric'
 ]

@@ -219,3 +219,48 @@ def test_judge_features_of_npz_images_equal_those_of_the_training_pipeline(judge
         expected = judge.model.neck(judge.model.extract_feat(inputs, stage='backbone'))[-1]
     val, _ = _load(judge_run['val'])
     torch.testing.assert_close(judge(val[::10]).pool, expected, rtol=1e-4, atol=1e-4)
+
+
+# ---- GenerationMetric ---------------------------------------------------------------------------------------------
+
+def _data_samples(images: np.ndarray, labels: np.ndarray) -> list:
+    """What a generator's predict() returns: mmpretrain DataSamples with ``pred_img`` uint8 (3, H, W) RGB."""
+    from mmpretrain.structures import DataSample
+    samples = []
+    for image, label in zip(images, labels):
+        sample = DataSample().set_gt_label(int(label))
+        sample.pred_img = torch.from_numpy(image).permute(2, 0, 1).contiguous()
+        samples.append(sample)
+    return samples
+
+
+def test_generation_metric_in_an_mmengine_evaluator_equals_the_tool(judge_run, tmp_path):
+    from mmengine.evaluator import Evaluator
+    extractor = f'judge:{judge_run["checkpoint"]}'
+    evaluator = Evaluator(dict(type='GenerationMetric', extractor=extractor, reference=str(judge_run['train'])))
+    val, labels = _load(judge_run['val'])
+    for start in range(0, len(val), 32):  # batches, as a val loop hands them over
+        evaluator.process(_data_samples(val[start:start + 32], labels[start:start + 32]))
+    metrics = evaluator.evaluate(len(val))
+    _tool_main(EVALUATE)([str(judge_run['val']), '--ref', str(judge_run['train']), '--extractor', extractor,
+                          '--out-json', str(tmp_path / 'tool.json')])
+    expected = json.loads((tmp_path / 'tool.json').read_text())
+    assert metrics == pytest.approx({f'gen/{name}': value for name, value in expected.items()}, rel=1e-6, abs=1e-9)
+    assert metrics['gen/accuracy'] >= 0.95
+
+
+@pytest.mark.parametrize('library', ['mmpretrain', 'mmseg', 'mmdet'])
+def test_generation_metric_resolves_from_every_library(library):
+    import importlib
+
+    from mmcausal.evaluation import GenerationMetric
+    registry = importlib.import_module(f'{library}.registry')
+    importlib.import_module(f'{library}.evaluation')
+    assert registry.METRICS.get('GenerationMetric') is GenerationMetric
+
+
+def test_generation_metric_refuses_images_that_are_not_uint8_chw():
+    from mmcausal.evaluation import GenerationMetric
+    metric = GenerationMetric(extractor='judge:x.pth', reference='r.npz')
+    with pytest.raises(ValueError, match=r'pred_img must be a uint8 \(3, H, W\) image'):
+        metric.process({}, [dict(pred_img=torch.zeros(8, 8, 3, dtype=torch.uint8))])
