@@ -120,6 +120,14 @@ def test_evaluate_cli_reports_real_images_as_good_and_noise_as_bad(judge_run, tm
     assert 0.8 < real['nn_ratio'] < 1.25 and noise['nn_ratio'] > 2 and real['copy_fraction'] == 0
 
 
+def test_adm_command_names_the_files_by_absolute_path(tmp_path, monkeypatch):
+    """The ADM evaluator runs from its own clone, so relative paths given here would not find the files there."""
+    monkeypatch.chdir(tmp_path)
+    command = runpy.run_path(EVALUATE, run_name='tool')['adm_command']('ref.npz', 'out/samples.npz')
+    expected = f'  python evaluations/evaluator.py {tmp_path}/ref.npz {tmp_path}/out/samples.npz'
+    assert command.splitlines()[-1] == expected
+
+
 def test_evaluate_flags_copies_of_the_reference(judge_run, tmp_path, capsys):
     train, labels = _load(judge_run['train'])
     copies = tmp_path / 'copies.npz'

@@ -60,10 +60,13 @@ def format_report(metrics: dict, extractor: str, k: int) -> str:
 
 
 def adm_command(ref: str, samples: str) -> str:
-    """The ADM TF evaluator's command for numbers comparable to the paper (run in its own TensorFlow env)."""
-    return (f'For numbers comparable to the paper, run the ADM TF evaluator ({ADM_EVALUATOR}; TensorFlow env; '
-            'its reference batches, e.g. VIRTUAL_imagenet256_labeled.npz, hold the paper\'s statistics):\n'
-            f'  python evaluations/evaluator.py {ref} {samples}')
+    """The ADM TF evaluator's command for numbers comparable to the paper (run in its own TensorFlow env, from its
+    clone: the paths are absolute)."""
+    return (f'For numbers comparable to the paper, run the ADM TF evaluator ({ADM_EVALUATOR}) in a clone of '
+            'openai/guided-diffusion, in its own env (pip install -r evaluations/requirements.txt: TensorFlow; it '
+            'downloads its Inception graph on first use); for ImageNet the reference is its '
+            'VIRTUAL_imagenet256_labeled.npz, which holds the paper\'s statistics:\n'
+            f'  python evaluations/evaluator.py {os.path.abspath(ref)} {os.path.abspath(samples)}')
 
 
 def main(argv: Optional[List[str]] = None) -> None:
