@@ -28,15 +28,18 @@ class GenerationMetric(BaseMetric):
         k: neighbours of the precision / recall manifolds. splits: Inception Score splits.
         batch_size: images per extractor forward. device: the extractor's device.
         image_key: the data-sample field holding the uint8 ``(3, H, W)`` image.
+        memorisation_space: ``'pixels'``, ``'features'`` or ``'none'`` (see
+            :func:`~mmcausal.evaluation.evaluate_generation`).
     """
     default_prefix: Optional[str] = 'gen'
 
     def __init__(self, extractor: str, reference: str, holdout: Optional[str] = None, k: int = 3, splits: int = 1,
                  batch_size: int = 100, device: str = 'cpu', image_key: str = 'pred_img',
-                 collect_device: str = 'cpu', prefix: Optional[str] = None) -> None:
+                 memorisation_space: str = 'pixels', collect_device: str = 'cpu', prefix: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
         self.extractor, self.reference, self.holdout = extractor, reference, holdout
         self.k, self.splits, self.batch_size, self.device, self.image_key = k, splits, batch_size, device, image_key
+        self.memorisation_space = memorisation_space
 
     def process(self, data_batch: Any, data_samples: Sequence[dict]) -> None:
         for sample in data_samples:
@@ -55,4 +58,5 @@ class GenerationMetric(BaseMetric):
         holdout = None if self.holdout is None else load_sample_npz(self.holdout)[0]
         return evaluate_generation(images, reference, build_extractor(self.extractor, self.device),
                                    labels=None if None in labels else np.asarray(labels), holdout=holdout, k=self.k,
-                                   splits=self.splits, batch_size=self.batch_size)
+                                   splits=self.splits, batch_size=self.batch_size,
+                                   memorisation_space=self.memorisation_space)

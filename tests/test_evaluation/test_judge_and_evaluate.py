@@ -128,14 +128,33 @@ def test_adm_command_names_the_files_by_absolute_path(tmp_path, monkeypatch):
     assert command.splitlines()[-1] == expected
 
 
-def test_evaluate_flags_copies_of_the_reference(judge_run, tmp_path, capsys):
+@pytest.mark.parametrize('space', ['pixels', 'features'])
+def test_evaluate_flags_copies_of_the_reference(judge_run, tmp_path, space):
     train, labels = _load(judge_run['train'])
     copies = tmp_path / 'copies.npz'
     save_sample_npz(str(copies), train[:100], labels[:100])
     _tool_main(EVALUATE)([str(copies), '--ref', str(judge_run['train']), '--extractor',
-                          f'judge:{judge_run["checkpoint"]}', '--out-json', str(tmp_path / 'm.json')])
+                          f'judge:{judge_run["checkpoint"]}', '--memorisation', space,
+                          '--out-json', str(tmp_path / 'm.json')])
     report = json.loads((tmp_path / 'm.json').read_text())
     assert report['copy_fraction'] == 1.0 and report['nn_ratio'] < 1e-3  # 0 up to cdist's round-off
+
+
+def test_evaluate_memorisation_in_features_uses_the_holdout_and_none_skips_it(judge_run, tmp_path, capsys):
+    common = [str(judge_run['noise']), '--ref', str(judge_run['train']), '--extractor',
+              f'judge:{judge_run["checkpoint"]}']
+    _tool_main(EVALUATE)([*common, '--memorisation', 'features', '--holdout', str(judge_run['val']),
+                          '--out-json', str(tmp_path / 'f.json')])
+    report = json.loads((tmp_path / 'f.json').read_text())
+    assert 'memorisation (judge feature L2)' in capsys.readouterr().out
+    assert report['nn_ratio'] > 2 and report['copy_fraction'] == 0  # noise is far from the real images
+    judge = JudgeFeatures(str(judge_run['checkpoint']))
+    val, train = (extract_features(judge, _load(judge_run[name])[0]).pool.double().numpy() for name in ('val', 'train'))
+    nearest = np.linalg.norm(val[:, None] - train[None], axis=-1).min(axis=1)
+    assert report['median_nn_reference'] == pytest.approx(np.median(nearest), rel=1e-5)
+    _tool_main(EVALUATE)([*common, '--memorisation', 'none', '--out-json', str(tmp_path / 'n.json')])
+    assert 'memorisation' not in capsys.readouterr().out.split('For numbers')[0]
+    assert 'nn_ratio' not in json.loads((tmp_path / 'n.json').read_text())
 
 
 def _error_line(argv, capsys) -> str:

@@ -14,8 +14,9 @@ Extractors (nothing is downloaded):
   FID-style numbers for comparing runs here. They are not the paper's TF-Inception numbers; the command of the ADM
   evaluator that gives those is printed at the end.
 
-The memorisation check is in pixel space ([-1, 1]): median distance of each sample to its nearest reference image
-vs the same for ``--holdout`` real images (else for each reference image to its nearest other one).
+The memorisation check compares the median distance of each sample to its nearest reference image with the same for
+``--holdout`` real images (else for each reference image to its nearest other one), in pixel space ([-1, 1]; default)
+or, with ``--memorisation features``, in the extractor's pooled features (cheap for 256 px images).
 """
 import argparse
 import json
@@ -24,6 +25,7 @@ import sys
 from typing import List, Optional
 
 from mmcausal.evaluation import SampleFileError, build_extractor, evaluate_generation, load_sample_npz
+from mmcausal.evaluation.generation_report import MEMORISATION_SPACES
 from mmcausal.utils.cli import DEBUG_ENV, user_errors_end_in_one_line
 
 ADM_EVALUATOR = 'https://github.com/openai/guided-diffusion/tree/main/evaluations'
@@ -40,12 +42,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--splits', type=int, default=1, help='Inception Score splits (ADM: N / 5000)')
     parser.add_argument('--batch-size', type=int, default=100, help='images per extractor forward')
     parser.add_argument('--device', default='cpu', help='device of the extractor (e.g. cuda)')
+    parser.add_argument('--memorisation', choices=MEMORISATION_SPACES, default='pixels',
+                        help='space of the nearest-neighbour memorisation check (default: pixels, the twins\' check; '
+                        'features: the extractor\'s pooled features, cheap for large images; none: skip it)')
     parser.add_argument('--out-json', help='also write the metrics to this JSON file')
     parser.add_argument('--debug', action='store_true', help='full tracebacks for bad input')
     return parser.parse_args(argv)
 
 
-def format_report(metrics: dict, extractor: str, k: int) -> str:
+def format_report(metrics: dict, extractor: str, k: int, memorisation: str = 'pixels') -> str:
     """The printed table of ``metrics`` (from :func:`evaluate_generation`)."""
     space = 'Inception' if extractor.startswith('inception:') else 'judge'
     lines = [f'FD ({space} features): {metrics["fd"]:.4f}', f'sFID ({space} spatial features): {metrics["sfid"]:.4f}',
@@ -53,9 +58,11 @@ def format_report(metrics: dict, extractor: str, k: int) -> str:
              f'precision / recall (k={k}): {metrics["precision"]:.4f} / {metrics["recall"]:.4f}']
     if 'accuracy' in metrics:
         lines.append(f'judge accuracy on the conditioning labels: {metrics["accuracy"]:.4f}')
-    lines.append(f'memorisation (pixel L2): median NN samples->ref {metrics["median_nn_samples"]:.3f}, real '
-                 f'{metrics["median_nn_reference"]:.3f}, ratio {metrics["nn_ratio"]:.3f}, copies '
-                 f'{metrics["copy_fraction"]:.3f}')
+    if 'nn_ratio' in metrics:
+        where = 'pixel' if memorisation == 'pixels' else f'{space} feature'
+        lines.append(f'memorisation ({where} L2): median NN samples->ref {metrics["median_nn_samples"]:.3f}, real '
+                     f'{metrics["median_nn_reference"]:.3f}, ratio {metrics["nn_ratio"]:.3f}, copies '
+                     f'{metrics["copy_fraction"]:.3f}')
     return '\n'.join(lines)
 
 
@@ -87,11 +94,12 @@ def main(argv: Optional[List[str]] = None) -> None:
                                   f'({len(samples)}, {len(reference)}).')
         extractor = build_extractor(args.extractor, args.device)
         metrics = evaluate_generation(samples, reference, extractor, labels=labels, holdout=holdout, k=args.k,
-                                      splits=args.splits, batch_size=args.batch_size)
+                                      splits=args.splits, batch_size=args.batch_size,
+                                      memorisation_space=args.memorisation)
     labelled = 'labelled' if labels is not None else 'no labels'
     print(f'samples: {len(samples)} x {samples.shape[1]}x{samples.shape[2]} ({labelled}) | reference: '
           f'{len(reference)} | extractor: {args.extractor}')
-    print(format_report(metrics, args.extractor, args.k))
+    print(format_report(metrics, args.extractor, args.k, args.memorisation))
     if args.out_json:
         with open(args.out_json, 'w') as file:
             json.dump(metrics, file, indent=2)
