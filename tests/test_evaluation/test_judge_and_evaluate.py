@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from e2e_utils import ROOT, data_options, run_command
+from e2e_utils import ROOT, run_command
+from judge_utils import JUDGE_CONFIG, train_judge
 from mmcausal.evaluation import (
     ExtractorError,
     InceptionFeatures,
@@ -24,9 +25,7 @@ from mmcausal.models.backbones import JudgeCNN
 
 pytestmark = pytest.mark.e2e
 
-JUDGE_CONFIG = 'configs/generation_judge/judge-cnn-nano_1xb64-20e_shapes-32px.py'
 EVALUATE = str(ROOT / 'tools/generation/evaluate.py')
-MAKE_REFERENCE = str(ROOT / 'tools/generation/make_reference_npz.py')
 
 
 def _tool_main(path: str):
@@ -41,15 +40,10 @@ def _noise(num: int, size: int = 32, seed: int = 0) -> np.ndarray:
 def judge_run(shapes_root, tmp_path_factory):
     """The judge trained by tools/train.py on the real train split, and the 32 px train / val / noise files."""
     work = tmp_path_factory.mktemp('judge')
-    run_command([sys.executable, 'tools/train.py', JUDGE_CONFIG, '--work-dir', str(work), '--cfg-options',
-                 *data_options(shapes_root, 'imagenet')], timeout=900)
-    files = {}
-    for split in ('train', 'val'):
-        _tool_main(MAKE_REFERENCE)([str(shapes_root / 'imagenet' / split), str(work / f'{split}.npz'), '--size', '32'])
-        files[split] = work / f'{split}.npz'
+    files = train_judge(shapes_root, work)
     files['noise'] = work / 'noise.npz'
     save_sample_npz(str(files['noise']), _noise(400), np.arange(400) % 4)
-    return dict(checkpoint=work / 'epoch_20.pth', **files)
+    return files
 
 
 def _load(path: Path):

@@ -1,0 +1,31 @@
+"""The image-generation twins' judge for the tests: trained once by ``tools/train.py`` on the real shapes images, with
+the 32 px train / val reference files (ADM ``.npz``) that ``tools/generation/evaluate.py --ref`` reads. A test module
+builds it in a module-scoped fixture (about a minute and a half on 2 cores):
+
+    @pytest.fixture(scope='module')
+    def judge(shapes_root, tmp_path_factory):
+        return train_judge(shapes_root, tmp_path_factory.mktemp('judge'))
+"""
+import runpy
+import sys
+from pathlib import Path
+from typing import Dict
+
+from e2e_utils import ROOT, data_options, run_command
+
+JUDGE_CONFIG = 'configs/generation_judge/judge-cnn-nano_1xb64-20e_shapes-32px.py'
+JUDGE_EPOCHS = 20
+MAKE_REFERENCE = str(ROOT / 'tools/generation/make_reference_npz.py')
+
+
+def train_judge(shapes_root: Path, work_dir: Path) -> Dict[str, Path]:
+    """Train the judge on ``shapes_root/imagenet`` into ``work_dir``; return its ``checkpoint`` and the ``train`` /
+    ``val`` images BOX-downsampled to 32 px as ``.npz`` files (labels = class indices)."""
+    run_command([sys.executable, 'tools/train.py', JUDGE_CONFIG, '--work-dir', str(work_dir), '--cfg-options',
+                 *data_options(shapes_root, 'imagenet')], timeout=900)
+    files = dict(checkpoint=work_dir / f'epoch_{JUDGE_EPOCHS}.pth')
+    make_reference = runpy.run_path(MAKE_REFERENCE, run_name='tool')['main']
+    for split in ('train', 'val'):
+        files[split] = work_dir / f'{split}.npz'
+        make_reference([str(shapes_root / 'imagenet' / split), str(files[split]), '--size', '32'])
+    return files
