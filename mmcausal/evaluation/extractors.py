@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from mmengine.config import Config
 from torch import Tensor, nn
+from torch.utils.hooks import RemovableHandle
 
 from mmcausal.utils.checkpoint_loading import load_checkpoint_file
 from mmcausal.utils.errors import UserInputError
@@ -111,7 +112,8 @@ class InceptionFeatures:
         self.device = torch.device(device)
         self.model.to(self.device).eval()
 
-    def _capture(self, module: nn.Module, store: List[Tensor]) -> Callable:
+    @staticmethod
+    def _capture(module: nn.Module, store: List[Tensor]) -> RemovableHandle:
         return module.register_forward_hook(lambda _module, _inputs, output: store.append(output))
 
     @torch.no_grad()

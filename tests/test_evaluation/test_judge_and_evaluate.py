@@ -187,6 +187,10 @@ def test_evaluate_refuses_references_of_another_size_and_bad_extractors(tmp_path
     save_sample_npz(str(small), _noise(8, 8))
     assert '--ref images are 8x8 but the samples 16x16' in _error_line(
         [str(samples), '--ref', str(small), '--extractor', 'judge:x.pth'], capsys)
+    assert '--k must be at least 1 and below the number of samples' in _error_line(
+        [str(samples), '--ref', str(samples), '--extractor', 'judge:x.pth', '--k', '8'], capsys)
+    assert '--splits must be in [1, 8]' in _error_line(
+        [str(samples), '--ref', str(samples), '--extractor', 'judge:x.pth', '--splits', '9'], capsys)
     assert '--extractor must be judge:CKPT or inception:PATH' in _error_line(
         [str(samples), '--ref', str(samples), '--extractor', 'clip:x.pth'], capsys)
     assert f'judge checkpoint {tmp_path / "x.pth"} does not exist' in _error_line(

@@ -27,8 +27,13 @@ from typing import List, Optional
 from mmcausal.evaluation import SampleFileError, build_extractor, evaluate_generation, load_sample_npz
 from mmcausal.evaluation.generation_report import MEMORISATION_SPACES
 from mmcausal.utils.cli import DEBUG_ENV, user_errors_end_in_one_line
+from mmcausal.utils.errors import UserInputError
 
 ADM_EVALUATOR = 'https://github.com/openai/guided-diffusion/tree/main/evaluations'
+
+
+class EvaluateArgumentError(UserInputError, ValueError):
+    """An option of evaluate.py does not fit the given files."""
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -90,8 +95,11 @@ def main(argv: Optional[List[str]] = None) -> None:
                                       f'{samples.shape[1]}x{samples.shape[2]}; write the reference at the samples\' '
                                       'size (tools/generation/make_reference_npz.py --size).')
         if not 1 <= args.k < min(len(samples), len(reference)):
-            raise SampleFileError(f'--k {args.k} needs more than k samples and reference images '
-                                  f'({len(samples)}, {len(reference)}).')
+            raise EvaluateArgumentError(f'--k must be at least 1 and below the number of samples and of reference '
+                                        f'images ({len(samples)}, {len(reference)}), got {args.k}.')
+        if not 1 <= args.splits <= len(samples):
+            raise EvaluateArgumentError(f'--splits must be in [1, {len(samples)}] (the number of samples), got '
+                                        f'{args.splits}.')
         extractor = build_extractor(args.extractor, args.device)
         metrics = evaluate_generation(samples, reference, extractor, labels=labels, holdout=holdout, k=args.k,
                                       splits=args.splits, batch_size=args.batch_size,
