@@ -68,7 +68,7 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_dataloader.dataset.data_root=SHAPES/imagenet']),
     ('mmpretrain', 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
-    ('mmpretrain', f'{PYRAMID}/pyramid-vision-llama-nano_1xb32-30e_shapes-64px.py',
+    ('mmpretrain', f'{PYRAMID}/pyramid-vision-llama-nano_1xb32-60e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmseg', f'{PYRAMID}/upernet_pyramid-vision-llama-nano_1xb8-400i_shapes-64x64.py',
      ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),

@@ -20,7 +20,7 @@ from mmcausal.registry import MODELS
 ROOT = Path(__file__).resolve().parents[2]
 CLASSIFIERS = ['configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py',
                'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py',
-               'configs/pyramid_vision_llama/pyramid-vision-llama-nano_1xb32-30e_shapes-64px.py',
+               'configs/pyramid_vision_llama/pyramid-vision-llama-nano_1xb32-60e_shapes-64px.py',
                'configs/defocus/defocus-vit-nano-p8_1xb32-45e_shapes-64px.py',
                'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py']
 SEGMENTORS = ['configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py',
