@@ -2,12 +2,13 @@
 local folder on first use; here a stand-in module replaces diffusers, which the tests never import), stored posterior
 moments sampled again at every encode, and the twin's tiny autoencoder."""
 import sys
-import types
 
 import pytest
 import torch
 from torch import nn
 
+import fake_diffusers
+from fake_diffusers import FakeAutoencoderKL
 from mmcausal.models.generation import SDVAE, PixelSpace, TinyAutoencoder
 from mmcausal.models.generation.autoencoders import sample_posterior
 from mmcausal.models.generation.transport import MissingOptionalDependency
@@ -17,34 +18,10 @@ from mmcausal.utils.errors import UserInputError
 pytestmark = pytest.mark.usefixtures('single_thread')
 
 
-class FakeKL(nn.Module):
-    """diffusers' AutoencoderKL's surface: ``encode(x).latent_dist.parameters`` (mean | logvar, f = 8) and
-    ``decode(z).sample``; the 'posterior' mean is the 8x8 average of the 3 channels and of their mean, logvar -2."""
-    loaded_from = []
-
-    def __init__(self):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(()))
-
-    @classmethod
-    def from_pretrained(cls, path, **kwargs):
-        cls.loaded_from.append((path, kwargs))
-        return cls()
-
-    def encode(self, x):
-        pooled = nn.functional.avg_pool2d(x, 8) * self.weight
-        mean = torch.cat((pooled, pooled.mean(1, keepdim=True)), 1)
-        return types.SimpleNamespace(latent_dist=types.SimpleNamespace(parameters=torch.cat((mean, mean * 0 - 2), 1)))
-
-    def decode(self, z):
-        return types.SimpleNamespace(sample=nn.functional.interpolate(z[:, :3], scale_factor=8.))
-
-
 @pytest.fixture
 def vae_dir(tmp_path, monkeypatch):
     (tmp_path / 'config.json').write_text('{}')
-    FakeKL.loaded_from.clear()
-    monkeypatch.setitem(sys.modules, 'diffusers', types.SimpleNamespace(AutoencoderKL=FakeKL))
+    fake_diffusers.install(monkeypatch)
     return tmp_path
 
 
@@ -88,7 +65,7 @@ def test_sd_vae_loads_locally_once_scales_and_stays_out_of_the_state_dict(vae_di
     pooled = nn.functional.avg_pool2d(images, 8)
     torch.testing.assert_close(latents, 0.18215 * torch.cat((pooled, pooled.mean(1, keepdim=True)), 1))
     torch.testing.assert_close(vae.decode(latents), nn.functional.interpolate(pooled, scale_factor=8.))
-    assert FakeKL.loaded_from == [(str(vae_dir), dict(local_files_only=True))]
+    assert FakeAutoencoderKL.loaded_from == [(str(vae_dir), dict(local_files_only=True))]
     assert list(vae.state_dict()) == [] and list(vae.parameters()) == []
     assert not any(p.requires_grad for p in vae.vae.parameters())
     sampled = SDVAE(str(vae_dir)).encode(images)  # 'sample': mean + exp(-1) noise
@@ -102,7 +79,7 @@ def test_moment_latents_are_sampled_again_at_every_encode(vae_dir):
     assert not torch.equal(first, second)
     for latents in (first, second):
         assert ((latents / 0.18215 - 3.).abs() < 6 * torch.exp(torch.tensor(-1.))).all()
-    assert FakeKL.loaded_from == []  # training on stored moments never loads the VAE
+    assert FakeAutoencoderKL.loaded_from == []  # training on stored moments never loads the VAE
     torch.testing.assert_close(space.decode(first), nn.functional.interpolate(first[:, :3] / 0.18215,
                                                                               scale_factor=8.))
     with pytest.raises(UserInputError, match='8 channels'):
