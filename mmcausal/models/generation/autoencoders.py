@@ -100,8 +100,8 @@ class SDVAE(LatentAutoencoder):
         folder = Path(self.pretrained).expanduser()
         if not (folder / 'config.json').is_file():
             raise UserInputError(f'No diffusers VAE folder at {self.pretrained!r} (it needs config.json and the '
-                                 'weights): copy stabilityai/sd-vae-ft-ema there or set model.autoencoder.pretrained '
-                                 '(or --vae-decoder) to its folder.')
+                                 "weights): copy stabilityai/sd-vae-ft-ema there or point the config's SDVAE at its "
+                                 'folder (model.autoencoder.decoder.pretrained with stored moments).')
         try:
             diffusers = importlib.import_module('diffusers')
         except ImportError as error:
