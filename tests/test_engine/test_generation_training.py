@@ -13,6 +13,7 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 from mmpretrain.structures import DataSample
 
+from e2e_utils import InterruptAt, Interrupted
 from mmcausal.datasets import LatentMomentsStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures('single_thread')]
@@ -53,21 +54,6 @@ def _config(objective: str, store: Path, work_dir: Path) -> Config:
     })
     cfg.work_dir = str(work_dir)
     return cfg
-
-
-class Interrupted(Exception):
-    pass
-
-
-class InterruptAt(Hook):
-    """Simulates a crash right before training iteration ``k``."""
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-
-    def before_train_iter(self, runner, batch_idx, data_batch=None):
-        if runner.iter == self.k:
-            raise Interrupted
 
 
 def _train(cfg: Config, *hooks: Hook) -> Runner:
