@@ -1,6 +1,7 @@
 """Training a generative model through mmengine's Runner with the shipped ImageNet recipes shrunk to a tiny network
 and a tiny store of latent moments (issue 31 §3): it resumes exactly from an iteration checkpoint (weights, optimizer
-and EMA), and it samples from the EMA weights, which its checkpoints store as their ``state_dict``."""
+and EMA), it samples from the EMA weights, which its checkpoints store as their ``state_dict``, and SampleGridHook
+writes grids of the EMA generator's samples of fixed noise (§4)."""
 import gc
 import shutil
 from pathlib import Path
@@ -12,9 +13,12 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 from mmpretrain.structures import DataSample
+from PIL import Image
 
+import fake_diffusers
 from e2e_utils import InterruptAt, Interrupted
 from mmcausal.datasets import LatentMomentsStore
+from mmcausal.engine import SampleGridHook
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures('single_thread')]
 
@@ -113,3 +117,31 @@ def test_sampling_uses_the_ema_weights(store, tmp_path):
         torch.testing.assert_close(value, ema_weights[name], rtol=0, atol=0, msg=name)
     assert any(not torch.equal(value, ema_weights[name.removeprefix('module.')])
                for name, value in saved['ema_state_dict'].items() if name.startswith('module.'))
+
+
+def test_sample_grids_show_the_ema_generator_on_fixed_noise(store, tmp_path, monkeypatch):
+    fake_diffusers.install(monkeypatch)  # decodes latents by up-sampling 3 of their channels 8x
+    (tmp_path / 'vae').mkdir()
+    (tmp_path / 'vae' / 'config.json').write_text('{}')
+
+    def run(work_dir: Path, *hooks: dict) -> Runner:
+        cfg = _config('ddpm', store, work_dir)
+        cfg.model.autoencoder.decoder.pretrained = str(tmp_path / 'vae')
+        cfg.custom_hooks = [*cfg.custom_hooks, *hooks]
+        return _train(cfg)
+
+    grid_hook = dict(type='SampleGridHook', interval=3, labels=[0, 3], samples_per_label=3)
+    runner = run(tmp_path / 'grids', grid_hook)
+    folder = tmp_path / 'grids' / 'sample_grids'
+    assert sorted(path.name for path in folder.iterdir()) == ['iter_3.png', 'iter_6.png', 'iter_8.png']
+    last = np.asarray(Image.open(folder / 'iter_8.png'))
+    assert last.shape == (2 + 2 * 34, 2 + 3 * 34, 3)  # 2 rows x 3 columns of 32 px images, 2 px padding
+    ema_model = _ema_hook(runner).ema_model.module
+    assert np.array_equal(last, SampleGridHook(labels=[0, 3], samples_per_label=3).grid(ema_model))
+    live = SampleGridHook(labels=[0, 3], samples_per_label=3, use_ema=False).grid(runner.model)
+    assert np.abs(live.astype(int) - last).mean() > 1  # the live weights are not the ones sampled
+    assert runner.model.training and ema_model.training  # the hook restores the modes
+
+    plain = run(tmp_path / 'plain').model.state_dict()  # the hook does not change the training run
+    for name, value in runner.model.state_dict().items():
+        torch.testing.assert_close(value, plain[name], rtol=0, atol=0, msg=name)
