@@ -6,6 +6,7 @@ sampling from a config (VisionLLaMA Sec. 4.1).
 :class:`~mmcausal.models.generation.LinearInterpolant`) on the latents of ``autoencoder`` (pixels, the SD-VAE, stored
 VAE moments or a tiny autoencoder, :mod:`~mmcausal.models.generation.autoencoders`).
 """
+import inspect
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -79,6 +80,12 @@ class ClassConditionalDiffusion(BaseModel):
             raise ConfigValueError(f'GaussianDiffusion(learn_sigma={self.objective.learn_sigma}) needs a network with '
                                    f'learn_sigma={self.objective.learn_sigma}; set both alike.')
         check_cfg_channels(self.test_cfg['cfg_channels'], self.network.in_channels)
+        accepted = set(inspect.signature(self.objective.sample).parameters) - {'model_fn', 'noise', 'step_noise'}
+        unknown = sorted(set(self.test_cfg) - set(DEFAULT_TEST_CFG) - accepted)
+        if unknown:
+            raise ConfigValueError(f'test_cfg has {", ".join(unknown)}, which {type(self.objective).__name__} does not '
+                                   f'sample with; its settings: {", ".join(sorted(accepted))} (and '
+                                   f'{", ".join(k for k in DEFAULT_TEST_CFG if k not in accepted)}).')
 
     # ------------------------------------------------------------------ training
     def loss(self, inputs: Tensor, data_samples: List[DataSample]) -> Dict[str, Tensor]:

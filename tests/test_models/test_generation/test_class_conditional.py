@@ -138,6 +138,7 @@ def test_uint8_conversion_is_the_official_rounding():
     (dict(autoencoder=dict(type='TinyAutoencoder')), 'in_channels=3'),
     (dict(objective=dict(type='GaussianDiffusion', learn_sigma=False)), 'learn_sigma'),
     (dict(test_cfg=dict(cfg_channels=4)), 'cfg_channels'),
+    (dict(objective=INTERPOLANT, test_cfg=dict(sampler='sde', eta=0.5)), 'test_cfg has eta, which LinearInterpolant'),
 ])
 def test_mismatched_parts_are_refused_at_build_time(kwargs, message):
     cfg = dict(type='ClassConditionalDiffusion', network=NETWORK, objective=DDPM)
