@@ -145,3 +145,35 @@ def test_sample_grids_show_the_ema_generator_on_fixed_noise(store, tmp_path, mon
     plain = run(tmp_path / 'plain').model.state_dict()  # the hook does not change the training run
     for name, value in runner.model.state_dict().items():
         torch.testing.assert_close(value, plain[name], rtol=0, atol=0, msg=name)
+
+
+def test_generator_trains_with_every_adaln_block_an_fsdp_unit(tmp_path):
+    """What the sharded XL configs run, on one gloo process: FSDP units per adaLN-Zero block, loss and backward through
+    them, and SampleGridHook sampling through the FSDP model."""
+    from torch import distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from mmcausal.engine import block_wrap_policy
+    from mmcausal.models.layers import AdaLNZeroBlock
+    from mmcausal.registry import MODELS
+
+    dist.init_process_group('gloo', store=dist.FileStore(str(tmp_path / 'store'), 1), rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        model = MODELS.build(dict(type='ClassConditionalDiffusion', objective=dict(type='GaussianDiffusion'),
+                                  network=dict(type='DiffusionTransformer', patch_size=2, in_channels=3, input_size=8,
+                                               arch=dict(embed_dims=32, num_layers=3, num_heads=2), num_classes=4),
+                                  test_cfg=dict(sampler='ddim', num_steps=2)))
+        sharded = FullyShardedDataParallel(model, auto_wrap_policy=block_wrap_policy, device_id=torch.device('cpu'),
+                                           use_orig_params=True)
+        units = [module for module in sharded.modules() if isinstance(module, FullyShardedDataParallel)]
+        assert [type(unit.module).__name__ for unit in units[1:]] == [AdaLNZeroBlock.__name__] * 3
+        data = model.data_preprocessor(dict(inputs=[torch.zeros(3, 8, 8, dtype=torch.uint8)] * 2,
+                                            data_samples=[DataSample().set_gt_label(i) for i in (0, 1)]), True)
+        loss = sharded(**data, mode='loss')['loss']
+        loss.backward()
+        assert torch.isfinite(loss) and all(p.grad is not None for p in sharded.parameters() if p.requires_grad)
+        grid = SampleGridHook(labels=[1, 2], samples_per_label=1).grid(sharded)  # sampled through the FSDP forward
+        assert grid.shape == (2 + 2 * 10, 2 + 10, 3) and sharded.training
+    finally:
+        dist.destroy_process_group()

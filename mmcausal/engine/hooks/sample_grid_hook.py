@@ -4,9 +4,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import torch
-from mmengine.dist import master_only
+from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
 from mmengine.runner import Runner
 from mmpretrain.structures import DataSample
 from PIL import Image
@@ -24,8 +23,9 @@ class SampleGridHook(Hook):
 
     The grid's samples are always the same (sample ``i`` of the grid takes the model's ``test_cfg`` seed + ``i``), so
     successive grids show how training changes the generator, not new noise. With ``use_ema`` the weights of the
-    run's ``EMAHook`` are sampled (what checkpoints store), else the live weights. Sampling uses its own generators
-    and evaluation mode, so the training run is the same with or without this hook.
+    run's ``EMAHook`` / ``ShardedEMAHook`` are sampled (what checkpoints store), swapped in as for validation, else the
+    live weights. Sampling uses its own generators and evaluation mode, so the training run is the same with or
+    without this hook.
 
     Args:
         interval: iterations between grids.
@@ -48,30 +48,35 @@ class SampleGridHook(Hook):
         if self.every_n_train_iters(runner, self.interval) or self.is_last_train_iter(runner):
             self.write_grid(runner)
 
-    def _sampled_model(self, runner: Runner) -> nn.Module:
-        ema = next((hook for hook in runner.hooks if type(hook).__name__ == 'EMAHook'), None)
-        if self.use_ema and ema is not None:
-            return ema.ema_model.module
-        return runner.model.module if is_model_wrapper(runner.model) else runner.model
-
     def grid(self, model: nn.Module) -> np.ndarray:
-        """The grid ``(H, W, 3)`` uint8 of ``model``'s samples."""
+        """The grid ``(H, W, 3)`` uint8 of the samples of ``model`` (a generative model, or its DDP / FSDP wrapper:
+        sampled through its forward, so FSDP gathers the shards)."""
         data = [DataSample(metainfo=dict(sample_idx=index)).set_gt_label(label)
                 for index, label in enumerate(label for label in self.labels for _ in range(self.samples_per_label))]
         training = model.training
         model.eval()
         try:
-            images = torch.stack([sample.pred_img for sample in model.predict(None, data)])
+            images = torch.stack([sample.pred_img for sample in model(data_samples=data, mode='predict')])
         finally:
             model.train(training)
         return make_grid(images, nrow=self.samples_per_label, padding=2).permute(1, 2, 0).cpu().numpy()
 
-    @master_only
     def write_grid(self, runner: Runner) -> Path:
-        folder = Path(runner.work_dir) / 'sample_grids'
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f'iter_{runner.iter + 1}.png'
-        Image.fromarray(self.grid(self._sampled_model(runner))).save(path)
+        """Sample on every process (DDP and FSDP forwards are collective), with the EMA weights swapped in as for
+        validation; the main process writes the PNG."""
+        ema = next((hook for hook in runner.hooks if type(hook).__name__ in ('EMAHook', 'ShardedEMAHook')),
+                   None) if self.use_ema else None
+        if ema is not None:
+            ema.before_val_epoch(runner)
+        try:
+            grid = self.grid(runner.model)
+        finally:
+            if ema is not None:
+                ema.after_val_epoch(runner)
+        path = Path(runner.work_dir) / 'sample_grids' / f'iter_{runner.iter + 1}.png'
+        if is_main_process():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(grid).save(path)
         return path
 
 
