@@ -52,7 +52,7 @@ class ClassConditionalDiffusion(BaseModel):
             ``tools/model_converters/dit2mmcausal.py`` writes them).
         objective: ``dict(type='GaussianDiffusion', ...)`` (DiT-LLaMA) or ``dict(type='LinearInterpolant')``
             (SiT-LLaMA).
-        autoencoder: the latent space (default ``PixelSpace``); its ``latent_channels`` must be the network's
+        autoencoder: the latent space (default ``PixelSpace``; frozen); its ``latent_channels`` must be the network's
             ``in_channels``.
         data_preprocessor: default mmpretrain ``ClsDataPreprocessor`` mapping uint8 BGR images to RGB in ``[-1, 1]``.
         test_cfg: sampling settings, see ``DEFAULT_TEST_CFG``.
@@ -66,7 +66,9 @@ class ClassConditionalDiffusion(BaseModel):
                  init_cfg: Optional[dict] = None) -> None:
         super().__init__(data_preprocessor=data_preprocessor or dict(DEFAULT_DATA_PREPROCESSOR), init_cfg=init_cfg)
         self.network = MODELS.build(network)
-        self.autoencoder = build_autoencoder(autoencoder)
+        # fixed while the generator trains (a trainable one, the twin's, is trained before); frozen so that DDP does
+        # not wait for gradients it never gets
+        self.autoencoder = build_autoencoder(autoencoder).requires_grad_(False)
         with torch.device('cpu'):  # the schedule tables are host constants, also when the model is built on meta
             self.objective = MODELS.build(objective)
         self.test_cfg = dict(DEFAULT_TEST_CFG, **(test_cfg or {}))

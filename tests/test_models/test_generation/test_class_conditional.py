@@ -80,16 +80,19 @@ def test_images_reach_the_network_as_rgb_in_minus_one_one():
     torch.testing.assert_close(out, expected.expand(1, 3, 2, 2))
 
 
-def test_loss_encodes_the_inputs_with_the_autoencoder():
-    """A tiny autoencoder (4 latent channels, f = 4) in front of a 4-channel network: the loss runs on its latents."""
+def test_loss_encodes_the_inputs_with_the_frozen_autoencoder():
+    """A tiny autoencoder (4 latent channels, f = 4) in front of a 4-channel network: the loss runs on its latents and
+    trains the network only (no parameter may wait for a gradient under DDP)."""
     model = MODELS.build(dict(type='ClassConditionalDiffusion', network=dict(NETWORK, in_channels=4, input_size=4),
                               objective=DDPM, autoencoder=dict(type='TinyAutoencoder')))
     seen = []
     model.network.register_forward_pre_hook(lambda module, args: seen.append(args[0].shape))
     data = model.data_preprocessor(dict(inputs=[torch.zeros(3, 16, 16, dtype=torch.uint8)] * 2,
                                         data_samples=samples([0, 1])), training=True)
-    assert torch.isfinite(model(**data, mode='loss')['loss'])
+    model(**data, mode='loss')['loss'].backward()
     assert seen == [(2, 4, 4, 4)]
+    assert not any(param.requires_grad or param.grad is not None for param in model.autoencoder.parameters())
+    assert all(param.grad is not None for param in model.network.parameters())
 
 
 @pytest.mark.parametrize('objective', [DDPM, INTERPOLANT], ids=['ddpm', 'interpolant'])
