@@ -1,13 +1,12 @@
 """tools/generation/sample.py (issue 31 §4): N samples as PNGs and the ADM npz, balanced labels, the same files
 whatever the batch size or the number of processes, resumable, the config's sampling preset overridable."""
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
+from analysis_utils import load_tool
 from mmcausal.analysis.inputs import build_model
 from mmcausal.apis.generation import balanced_labels, png_path, sample_to_folder
 from mmcausal.registry import MODELS
@@ -15,7 +14,6 @@ from mmcausal.utils.cli import read_config
 
 pytestmark = pytest.mark.usefixtures('single_thread')
 
-ROOT = Path(__file__).resolve().parents[2]
 MODEL = dict(type='ClassConditionalDiffusion',
              network=dict(type='DiffusionTransformer', arch=dict(embed_dims=32, num_layers=2, num_heads=2),
                           patch_size=2, in_channels=3, input_size=8, num_classes=3),
@@ -37,16 +35,10 @@ def trained(tmp_path_factory):
     return folder
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location('sample', ROOT / 'tools/generation/sample.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _run(trained, out, *options):
-    _tool().main([str(trained / 'config.py'), str(trained / 'iter_1.pth'), '--num-samples', '7', '--out', str(out),
-                  *options])
+    tool = load_tool('sample', 'generation')
+    tool.main([str(trained / 'config.py'), str(trained / 'iter_1.pth'), '--num-samples', '7', '--out', str(out),
+               *options])
     with np.load(out / 'samples.npz') as arrays:
         return arrays['arr_0'], arrays['arr_1']
 

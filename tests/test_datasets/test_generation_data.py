@@ -1,6 +1,5 @@
 """The generation recipes' data (issue 31 §3): ADM's centre crop against the formula (spec §2.1), the moments store
 that tools/generation/extract_latents.py writes (crop and flip, resumable) and the dataset that reads it."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,11 +9,10 @@ import torch
 from PIL import Image
 
 import fake_diffusers
+from analysis_utils import load_tool
 from fake_diffusers import FakeAutoencoderKL
 from mmcausal.datasets import LatentMomentsDataset, LatentStoreError
 from mmcausal.registry import TRANSFORMS
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def reference_adm_crop(image: np.ndarray, size: int) -> np.ndarray:
@@ -56,13 +54,6 @@ def _image_folder(root: Path) -> list:
     return images
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location('extract_latents', ROOT / 'tools/generation/extract_latents.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _expected_moments(image: np.ndarray, size: int) -> np.ndarray:
     crop = torch.from_numpy(reference_adm_crop(image, size)).permute(2, 0, 1)[None].float() / 127.5 - 1
     means = [FakeAutoencoderKL.posterior_mean(x) for x in (crop, crop.flip(3))]
@@ -77,7 +68,7 @@ def test_extract_latents_stores_crop_and_flip_moments_and_resumes(tmp_path, monk
     out = tmp_path / 'latents'
     argv = [str(tmp_path / 'data'), str(out), '--vae', str(tmp_path / 'vae'), '--image-size', '16', '--batch-size',
             '4', '--num-workers', '0', '--device', 'cpu']
-    tool = _tool()
+    tool = load_tool('extract_latents', 'generation')
     tool.main(argv)
     moments = np.load(out / 'moments.npy')
     assert moments.shape == (6, 2, 8, 2, 2) and moments.dtype == np.float16
@@ -109,8 +100,9 @@ def test_dataset_reads_complete_stores_and_draws_the_flip(tmp_path, monkeypatch)
     (tmp_path / 'vae' / 'config.json').write_text('{}')
     _image_folder(tmp_path / 'data')
     out = tmp_path / 'latents'
-    _tool().main([str(tmp_path / 'data'), str(out), '--vae', str(tmp_path / 'vae'), '--image-size', '16',
-                  '--num-workers', '0', '--device', 'cpu'])
+    tool = load_tool('extract_latents', 'generation')
+    tool.main([str(tmp_path / 'data'), str(out), '--vae', str(tmp_path / 'vae'), '--image-size', '16',
+               '--num-workers', '0', '--device', 'cpu'])
     moments = np.load(out / 'moments.npy')
     for flip_prob, which in ((0., 0), (1., 1)):
         item = LatentMomentsDataset(str(out), flip_prob=flip_prob)[4]
