@@ -38,9 +38,9 @@ def build_backbone(kind: str, **options) -> torch.nn.Module:
     return model.eval()
 
 
-def load_tool(name: str):
-    """``tools/analysis_tools/<name>.py`` as a module (its ``main(argv)`` runs in this process)."""
-    spec = importlib.util.spec_from_file_location(f'{name}_tool', ROOT / 'tools' / 'analysis_tools' / f'{name}.py')
+def load_tool(name: str, folder: str = 'analysis_tools'):
+    """``tools/<folder>/<name>.py`` as a module (its ``main(argv)`` runs in this process)."""
+    spec = importlib.util.spec_from_file_location(f'{name}_tool', ROOT / 'tools' / folder / f'{name}.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -17,7 +17,9 @@ def build_on_meta(cfg: Config, scope: Optional[str] = None) -> nn.Module:
     A test-time-augmentation wrapper (``model.module``) is built around its model. ``scope`` defaults to the
     config's ``default_scope``.
     """
-    cfg.model.get('module', cfg.model).backbone.init_cfg = None
+    model = cfg.model.get('module', cfg.model)
+    if 'backbone' in model:  # a generative model has none (its network has no pretrained init)
+        model.backbone.init_cfg = None
     init_default_scope(scope or cfg.default_scope)
     with torch.device('meta'):
         return MODELS.build(cfg.model)

@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 from mmengine.config import Config, ConfigDict
+from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,21 @@ def load_config(relative_path: str, shapes_root: Path, work_dir: Path, **options
     cfg.work_dir = str(work_dir)
     cfg.merge_from_dict(options)
     return cfg
+
+
+class Interrupted(Exception):
+    pass
+
+
+class InterruptAt(Hook):
+    """Simulates a crash right before training iteration ``k``."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None):
+        if runner.iter == self.k:
+            raise Interrupted
 
 
 def train(cfg: Config) -> Runner:

@@ -201,6 +201,10 @@ def _cait_imagenet():  # CaiT Sec. 4.3: AdamW 1e-3 @ 1024, wd 0.05, 5 warm-up ep
             [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 400)], ('epochs', 400), True)
 
 
+def _generation(kilo_iters):  # DiT / SiT train.py: AdamW 1e-4, wd 0, no scheduler, 8 x 32, iterations, fp32 default
+    return ('mmpretrain', 'AdamW', 1e-4, 0.0, ADAMW, None, None, 256, [], ('iters', kilo_iters * 1000), False)
+
+
 # ours, reading deit #108 (M48↑448): batch 256, lr 5e-6 taken at that batch (2.5e-6 if it was deit's --lr, scaled by
 # batch / 512; the config states both),
 def _cait_finetune():  # wd 0.05, 60 epochs, 5 warm-up, x 0.5 every 10, fp16
@@ -292,6 +296,10 @@ RECIPES = {
     'cait/upernet_cait-s24_8xb2-160k_ade20k-512x512.py':
         ('mmseg', 'AdamW', 6e-5, 0.05, ADAMW, 0.95, 24, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
          ('iters', 160000), True),
+    # DiT / SiT and their VisionLLaMA variants (spec generation.md §2.4): AdamW 1e-4 constant, wd 0, batch 256, fp32
+    # (the official fp16 AMP is --amp); the rest of these recipes: tests/test_generation_configs.py
+    **{str(path.relative_to(ROOT / 'configs')): _generation(2400 if '-2400k_' in path.name else 400)
+       for folder in ('dit_llama', 'sit_llama') for path in (ROOT / 'configs' / folder).glob('*.py')},
 }
 
 

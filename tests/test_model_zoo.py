@@ -92,12 +92,12 @@ def test_converter_commands_convert_the_released_files():
     """``tools/model_converters/*2mmcausal.py SRC DST``: SRC is the name of a released file (as downloaded from a
     direct link of the metafiles or the family READMEs); DST's name is checked with every other name above."""
     links = official_urls() + [url for folder in FOLDERS
-                               for url in re.findall(r'https://\S+?\.pth', (folder / 'README.md').read_text())]
+                               for url in re.findall(r'https://\S+?\.pth?\b', (folder / 'README.md').read_text())]
     released = {url.rsplit('/', 1)[1] for url in links}
     wrong = []
     for path in documents():
         for arguments in CONVERTER_COMMAND.findall(path.read_text()):
-            files = [word for word in arguments.replace('\\', ' ').split() if word.endswith('.pth')]
+            files = [word for word in arguments.replace('\\', ' ').split() if word.endswith(('.pth', '.pt'))]
             if files and files[0] not in released:
                 wrong.append((relative(path), files[0]))
     assert wrong == []
@@ -115,7 +115,7 @@ def test_official_weights_have_direct_links_in_metafile_and_readme(folder):
         if url is None:
             assert model.get('Official Weights') == 'no public file', model['Name']
             continue
-        assert re.fullmatch(r'https://\S+\.pth', url) and '/blob/' not in url, url
+        assert re.fullmatch(r'https://\S+\.pth?', url) and '/blob/' not in url, url  # DiT / SiT files are .pt
         assert url in readme, f'{folder.name}/README.md does not link {url}'
         name = model['Converted Weights']
         assert name in readme, f'{folder.name}/README.md does not name {name}'

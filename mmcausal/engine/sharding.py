@@ -9,12 +9,12 @@ Config::
 from mmpretrain.models.backbones.vision_transformer import TransformerEncoderLayer
 from torch import nn
 
-from mmcausal.models.layers import TransformerBlock
+from mmcausal.models.layers import AdaLNZeroBlock, TransformerBlock
 from mmcausal.registry import FUNCTIONS
 
-#: the residual blocks that become FSDP units: every mmcausal backbone's (CaiT's class-attention blocks included)
-#: and mmpretrain's ViT layer (the MAE decoder's blocks)
-BLOCK_TYPES = (TransformerBlock, TransformerEncoderLayer)
+#: the residual blocks that become FSDP units: every mmcausal backbone's (CaiT's class-attention blocks included),
+#: the diffusion transformer's adaLN-Zero blocks and mmpretrain's ViT layer (the MAE decoder's blocks)
+BLOCK_TYPES = (TransformerBlock, AdaLNZeroBlock, TransformerEncoderLayer)
 
 
 @FUNCTIONS.register_module()

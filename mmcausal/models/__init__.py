@@ -3,12 +3,22 @@ registered in MMEngine's root ``MODELS``). Every model class is importable from 
 ``from mmcausal.models import VisionLLaMA``."""
 from . import backbones, generation, heads, layers, necks, selfsup  # noqa: F401  (layers: imported to register them)
 from .backbones import *  # noqa: F401,F403
-from .generation import DiffusionTransformer, GaussianDiffusion, LinearInterpolant
+from .generation import (
+    SDVAE,
+    ClassConditionalDiffusion,
+    DiffusionTransformer,
+    GaussianDiffusion,
+    LinearInterpolant,
+    MomentsLatents,
+    PixelSpace,
+    TinyAutoencoder,
+)
 from .heads import *  # noqa: F401,F403
 from .necks import *  # noqa: F401,F403
 from .selfsup import *  # noqa: F401,F403
 
 __all__ = [
-    *backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'DiffusionTransformer', 'GaussianDiffusion',
-    'LinearInterpolant'
+    *backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'ClassConditionalDiffusion',
+    'DiffusionTransformer', 'GaussianDiffusion', 'LinearInterpolant', 'MomentsLatents', 'PixelSpace', 'SDVAE',
+    'TinyAutoencoder'
 ]

@@ -16,7 +16,7 @@ from mmengine.hooks import Hook
 from mmengine.runner import Runner
 from torch.utils.data import DataLoader, Dataset
 
-from e2e_utils import load_config
+from e2e_utils import InterruptAt, Interrupted, load_config
 from mmcausal.datasets import SeededDataset, SeededSampler
 from mmcausal.engine.runner import seeded_dataloader_cfg
 
@@ -96,21 +96,6 @@ def test_loop_wraps_the_dataloader_config_once_and_keeps_its_keys():
 
 
 # ----------------------------------------------------------------------------------------- end-to-end tests
-
-
-class Interrupted(Exception):
-    pass
-
-
-class InterruptAt(Hook):
-    """Simulates a crash right before training iteration ``k``."""
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-
-    def before_train_iter(self, runner, batch_idx, data_batch=None):
-        if runner.iter == self.k:
-            raise Interrupted
 
 
 class RecordSoftMaskRate(Hook):

@@ -31,6 +31,10 @@ SHARDED = {
         ('defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py', {'model', 'custom_hooks'}, 48),
     'cait/cait-m48_32xb8-fsdp-60e_in1k-448px.py':
         ('cait/cait-m48_32xb8-60e_in1k-448px.py', {'model', 'load_from'}, 48 + 2),
+    'dit_llama/dit-llama-xlarge-p2_8xb32-fsdp-2400k_in1k-256px.py':
+        ('dit_llama/dit-llama-xlarge-p2_8xb32-2400k_in1k-256px.py', {'custom_hooks'}, 28),
+    'sit_llama/sit-llama-xlarge-p2_8xb32-fsdp-400k_in1k-256px.py':
+        ('sit_llama/sit-llama-xlarge-p2_8xb32-400k_in1k-256px.py', {'custom_hooks'}, 28),
 }
 STRATEGY_KEYS = {'runner_type', 'strategy', 'init_weights_for_test_or_val'}
 

@@ -1,0 +1,110 @@
+"""The latent spaces of the generative model (issue 31 §3): pixels, the SD-VAE (diffusers, optional, loaded from a
+local folder on first use; here a stand-in module replaces diffusers, which the tests never import), stored posterior
+moments sampled again at every encode, and the twin's tiny autoencoder."""
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+import fake_diffusers
+from fake_diffusers import FakeAutoencoderKL
+from mmcausal.models.generation import SDVAE, PixelSpace, TinyAutoencoder
+from mmcausal.models.generation.autoencoders import sample_posterior
+from mmcausal.models.generation.transport import MissingOptionalDependency
+from mmcausal.registry import MODELS
+from mmcausal.utils.errors import UserInputError
+
+pytestmark = pytest.mark.usefixtures('single_thread')
+
+
+@pytest.fixture
+def vae_dir(tmp_path, monkeypatch):
+    (tmp_path / 'config.json').write_text('{}')
+    fake_diffusers.install(monkeypatch)
+    return tmp_path
+
+
+def test_pixel_space_is_the_identity():
+    x = torch.randn(2, 3, 4, 4)
+    space = PixelSpace()
+    assert space.encode(x) is x and space.decode(x) is x and (space.latent_channels, space.downsample) == (3, 1)
+
+
+def test_posterior_samples_have_the_stored_mean_and_variance():
+    mean, logvar = torch.tensor([1.5, -2.]), torch.tensor([0., -40.])  # the second is clamped to -30
+    moments = torch.cat((mean, logvar)).view(1, 4, 1, 1).expand(20000, 4, 1, 1)
+    torch.manual_seed(0)
+    draws = sample_posterior(moments)[:, :, 0, 0]
+    torch.testing.assert_close(draws.mean(0), mean, atol=0.03, rtol=0)
+    torch.testing.assert_close(draws.std(0), torch.tensor([1., 3.06e-7]), atol=0.02, rtol=0.01)
+    assert torch.equal(sample_posterior(moments[:2], 'mean')[:, :, 0, 0], mean.expand(2, 2))
+
+
+def test_building_the_sd_vae_needs_neither_diffusers_nor_its_files(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'diffusers', None)  # any import of diffusers fails
+    vae = MODELS.build(dict(type='SDVAE', pretrained='/nowhere/sd-vae-ft-ema'))
+    assert (vae.latent_channels, vae.downsample, vae.scale) == (4, 8, 0.18215)
+    assert list(vae.state_dict()) == []
+    with pytest.raises(UserInputError, match='No diffusers VAE folder at .*/nowhere/sd-vae-ft-ema') as error:
+        vae.encode(torch.zeros(1, 3, 16, 16))
+    assert '\n' not in str(error.value)
+
+
+def test_sd_vae_without_diffusers_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / 'config.json').write_text('{}')
+    monkeypatch.setitem(sys.modules, 'diffusers', None)
+    with pytest.raises(MissingOptionalDependency, match='requirements/optional.txt'):
+        SDVAE(str(tmp_path)).decode(torch.zeros(1, 4, 2, 2))
+
+
+def test_sd_vae_loads_locally_once_scales_and_stays_out_of_the_state_dict(vae_dir):
+    vae = SDVAE(str(vae_dir), encode_mode='mean')
+    images = torch.randn(2, 3, 16, 16)
+    latents = vae.encode(images)
+    pooled = nn.functional.avg_pool2d(images, 8)
+    torch.testing.assert_close(latents, 0.18215 * torch.cat((pooled, pooled.mean(1, keepdim=True)), 1))
+    torch.testing.assert_close(vae.decode(latents), nn.functional.interpolate(pooled, scale_factor=8.))
+    assert FakeAutoencoderKL.loaded_from == [(str(vae_dir), dict(local_files_only=True))]
+    assert list(vae.state_dict()) == [] and list(vae.parameters()) == []
+    assert not any(p.requires_grad for p in vae.vae.parameters())
+    sampled = SDVAE(str(vae_dir)).encode(images)  # 'sample': mean + exp(-1) noise
+    assert 0.18215 * 0.2 < (sampled - latents).std() < 0.18215 * 0.6
+
+
+def test_moment_latents_are_sampled_again_at_every_encode(vae_dir):
+    space = MODELS.build(dict(type='MomentsLatents', decoder=dict(type='SDVAE', pretrained=str(vae_dir))))
+    moments = torch.cat((torch.full((2, 4, 2, 2), 3.), torch.full((2, 4, 2, 2), -2.)), 1)
+    first, second = space.encode(moments), space.encode(moments)
+    assert not torch.equal(first, second)
+    for latents in (first, second):
+        assert ((latents / 0.18215 - 3.).abs() < 6 * torch.exp(torch.tensor(-1.))).all()
+    assert FakeAutoencoderKL.loaded_from == []  # training on stored moments never loads the VAE
+    torch.testing.assert_close(space.decode(first), nn.functional.interpolate(first[:, :3] / 0.18215,
+                                                                              scale_factor=8.))
+    with pytest.raises(UserInputError, match='8 channels'):
+        space.encode(torch.zeros(1, 4, 2, 2))
+
+
+def test_tiny_autoencoder_learns_to_reconstruct_and_calibrates_its_scale():
+    torch.manual_seed(0)
+    ae = TinyAutoencoder()
+    assert (ae.latent_channels, ae.downsample) == (4, 4)
+    images = torch.rand(16, 3, 16, 16) * 2 - 1
+    images = nn.functional.avg_pool2d(images, 3, 1, 1)  # some spatial structure
+    assert ae.encode(images).shape == (16, 4, 4, 4) and ae(images).shape == images.shape
+    optimizer = torch.optim.Adam(ae.parameters(), lr=3e-3)
+    errors = []
+    for _ in range(60):
+        loss = nn.functional.mse_loss(ae(images), images)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        errors.append(loss.item())
+    assert errors[-1] < 0.5 * errors[0]
+    with torch.no_grad():
+        reconstruction = ae(images)
+        scale = ae.calibrate_scale([images[:8], images[8:]])
+        assert ae.encode(images).std().item() == pytest.approx(1., rel=1e-4)
+        torch.testing.assert_close(ae(images), reconstruction, rtol=1e-4, atol=1e-5)  # decode undoes the scale
+    assert ae.state_dict()['scale'].item() == pytest.approx(scale)
