@@ -3,6 +3,7 @@ from .onnx_export import (
     DEFAULT_OPSET,
     INPUT_NAME,
     ExportError,
+    NetworkOutputs,
     OnnxExport,
     TensorOutputs,
     build_export_model,
@@ -13,5 +14,6 @@ from .onnx_export import (
     size_divisor,
 )
 
-__all__ = ['DEFAULT_OPSET', 'INPUT_NAME', 'ExportError', 'OnnxExport', 'TensorOutputs', 'build_export_model',
-           'export_onnx', 'exportable_part', 'non_standard_ops', 'onnxruntime_outputs', 'size_divisor']
+__all__ = ['DEFAULT_OPSET', 'INPUT_NAME', 'ExportError', 'NetworkOutputs', 'OnnxExport', 'TensorOutputs',
+           'build_export_model', 'export_onnx', 'exportable_part', 'non_standard_ops', 'onnxruntime_outputs',
+           'size_divisor']

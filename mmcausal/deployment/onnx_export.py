@@ -1,4 +1,5 @@
-"""ONNX export of mmcausal models (classifiers, segmentors, bare backbones, a detector's backbone and neck).
+"""ONNX export of mmcausal models (classifiers, segmentors, bare backbones, a detector's backbone and neck, a
+generator's diffusion network).
 
 The graph is captured by ``torch.export`` (non-strict) and translated by torch's ONNX exporter (``dynamo=True``) into
 standard ONNX ops at opset :data:`DEFAULT_OPSET`. Under ``torch.export`` the layers take the paths that trace: RoPE in
@@ -13,7 +14,9 @@ deletes the file), naming a guard that fails there, when they differ.
 
 The graph's input is what ``model(inputs, mode='tensor')`` takes: the data preprocessor's output (normalised
 ``(B, 3, H, W)`` fp32 images); its outputs are what that call returns (classifier: pre-softmax scores ``(B,
-classes)``; segmentor: logits ``(B, classes, H, W)``), or the feature maps of the backbone (and neck).
+classes)``; segmentor: logits ``(B, classes, H, W)``), or the feature maps of the backbone (and neck). A
+class-conditional generator exports its diffusion network (part ``'network'``, fixed size): inputs ``x``, ``t``,
+``y``, output ``(B, C_out, H, W)`` (:class:`NetworkOutputs`).
 """
 import copy
 import math
@@ -35,7 +38,7 @@ from mmcausal.utils.errors import UserInputError
 DEFAULT_OPSET = 20
 #: the graph's input name
 INPUT_NAME = 'images'
-PARTS = ('model', 'backbone', 'features')
+PARTS = ('model', 'backbone', 'features', 'network')
 
 
 class ExportError(UserInputError, ValueError):
@@ -70,10 +73,16 @@ class TensorOutputs(nn.Module):
     (``model(images)``: ``model`` is itself a bare backbone).
     """
 
+    input_names = (INPUT_NAME, )
+
     def __init__(self, model: nn.Module, part: str) -> None:
         super().__init__()
         self.model = model
         self.part = part
+
+    def example_inputs(self, shape: Sequence[int], generator: torch.Generator) -> Tuple[Tensor, ...]:
+        """Random ``images`` of ``shape`` ``(B, C, H, W)``."""
+        return (torch.randn(*shape, generator=generator), )
 
     def forward(self, images: Tensor) -> Tuple[Tensor, ...]:
         if self.part == 'backbone':
@@ -87,12 +96,49 @@ class TensorOutputs(nn.Module):
         return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs, )
 
 
-def exportable_part(model: nn.Module, part: str = 'model') -> TensorOutputs:
-    """``model`` as a :class:`TensorOutputs` module of ``part`` (:data:`PARTS`); :class:`ExportError` for a part
-    the model has not, or a whole detector (its heads need data samples and box post-processing)."""
+class NetworkOutputs(nn.Module):
+    """The exported forward of a class-conditional generator's diffusion network: latents ``x`` ``(B, C, H, W)``
+    fp32, times ``t`` ``(B,)`` fp32 (DiT: step indices ``0..T-1``, SiT: ``[0, 1]``) and labels ``y`` ``(B,)`` int64
+    -> ``(model.network(x, t, y), )`` ``(B, C_out, H, W)``: one denoising step without guidance."""
+    input_names = ('x', 't', 'y')
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: Tensor, t: Tensor, y: Tensor) -> Tuple[Tensor]:
+        return (self.model.network(x, t, y), )
+
+    def example_inputs(self, shape: Sequence[int], generator: torch.Generator) -> Tuple[Tensor, ...]:
+        """Random latents of ``shape``, times in ``[0, T)`` (``T``: the objective's step count, 1 for SiT) and
+        labels."""
+        batch = shape[0]
+        t = torch.rand(batch, generator=generator) * getattr(self.model.objective, 'num_timesteps', 1)
+        y = torch.randint(self.model.network.num_classes, (batch, ), generator=generator)
+        return torch.randn(*shape, generator=generator), t, y
+
+
+def _is_generator(model: nn.Module) -> bool:
+    from mmcausal.models.generation import ClassConditionalDiffusion
+    return isinstance(model, ClassConditionalDiffusion)
+
+
+def exportable_part(model: nn.Module, part: str = 'model') -> nn.Module:
+    """``model`` as a :class:`TensorOutputs` module of ``part`` (:data:`PARTS`), or for ``'network'`` a generator's
+    :class:`NetworkOutputs`; :class:`ExportError` for a part the model has not, a whole detector (its heads need data
+    samples and box post-processing) or a whole generator (sampling is a loop of network calls on random noise)."""
     if part not in PARTS:
         raise ExportError(f'unknown part {part!r}; choose one of {list(PARTS)}.')
     name = type(model).__name__
+    if _is_generator(model):
+        if part != 'network':
+            raise ExportError(f'{name} cannot be exported {"whole" if part == "model" else "by " + part}: it samples '
+                              'with a loop of network calls on random noise; export its diffusion network (one '
+                              'denoising step, inputs x, t, y) with --network.')
+        return NetworkOutputs(model).eval()
+    if part == 'network':
+        raise ExportError(f'{name} has no diffusion network (only a ClassConditionalDiffusion has one); drop '
+                          '--network.')
     if part != 'model' and not hasattr(model, 'backbone'):
         raise ExportError(f'{name} has no backbone; export the whole model.')
     if part == 'features' and not hasattr(model, 'extract_feat'):
@@ -171,11 +217,11 @@ def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequenc
     most of them (contiguity, broadcasting) do not change the values: comparing the outputs is the real test."""
     generator = torch.Generator().manual_seed(0)
     for shape in shapes:
-        images = torch.randn(*shape, generator=generator)
+        inputs = module.example_inputs(shape, generator)
         with torch.no_grad():
-            expected = module(images)
+            expected = module(*inputs)
         try:
-            actual = onnxruntime_outputs(path, images)
+            actual = onnxruntime_outputs(path, *inputs)
         except Exception as failure:  # noqa: BLE001  (ONNX Runtime's shape errors)
             found = f'ONNX Runtime: {str(failure).splitlines()[0][:200]}'
         else:
@@ -205,21 +251,24 @@ def non_standard_ops(onnx_path: str) -> List[str]:
 
 @dataclass
 class OnnxExport:
-    """What :func:`export_onnx` wrote: the file, its input shape (``None`` = dynamic axis), output names and opset."""
+    """What :func:`export_onnx` wrote: the file, its first input's shape (``None`` = dynamic axis), output names,
+    opset and input names."""
     path: str
     input_shape: Tuple[Optional[int], ...]
     output_names: List[str]
     opset: int
+    input_names: Tuple[str, ...] = (INPUT_NAME, )
 
 
 def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Optional[str] = None,
                 opset: int = DEFAULT_OPSET, optimize: bool = True, check: bool = True) -> OnnxExport:
-    """Export ``module`` (a :class:`TensorOutputs`) to the ONNX file ``path``.
+    """Export ``module`` (a :class:`TensorOutputs` or :class:`NetworkOutputs`) to the ONNX file ``path``.
 
     Args:
-        shape: ``(B, C, H, W)`` of the traced input (random values).
+        shape: ``(B, C, H, W)`` of the traced images or latents (random values).
         dynamic: ``None`` (every axis fixed), ``'batch'`` or ``'all'`` (batch and image size; then ``H`` and ``W``
-            must be multiples of :func:`size_divisor`, and so must every size the graph is run at).
+            must be multiples of :func:`size_divisor`, and so must every size the graph is run at); a
+            :class:`NetworkOutputs` exports at a fixed size only.
         opset: ONNX opset (>= 18).
         optimize: let the exporter fold constants and fuse patterns (``onnxscript``'s optimizer).
         check: compare ONNX Runtime with PyTorch at :func:`probe_shapes` (see :func:`check_against_pytorch`).
@@ -234,6 +283,9 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
     if opset < 18:
         raise ExportError(f'--opset {opset} is too old for torch\'s ONNX exporter; use 18 or later (default '
                           f'{DEFAULT_OPSET}).')
+    if dynamic is not None and isinstance(module, NetworkOutputs):
+        raise ExportError(f'the diffusion network of {name} exports at a fixed size; drop --dynamic (set the latent '
+                          'size with --shape H W and the batch with --batch).')
     batch, channels, height, width = shape
     divisor = size_divisor(module)
     dims: Dict[int, object] = {}
@@ -247,18 +299,19 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
         dims[2] = divisor * torch.export.Dim('height_blocks', min=1)
         dims[3] = divisor * torch.export.Dim('width_blocks', min=1)
         check_size_independent_layers(module, name)
-    example = torch.randn(batch, channels, height, width)
+    example = module.example_inputs((batch, channels, height, width), torch.Generator().manual_seed(0))
     with torch.no_grad():
         try:
-            program = torch.export.export(module, (example, ), dynamic_shapes=({**dims}, ) if dims else None,
+            program = torch.export.export(module, example, dynamic_shapes=({**dims}, ) if dims else None,
                                           strict=False)
         except torch._dynamo.exc.UserError as error:  # a constraint the model violates (e.g. a fixed size)
             raise ExportError(f'{name} cannot be exported with the dynamic axes asked for ({dynamic}): '
                               f'{str(error).splitlines()[0]}; export it with --dynamic batch or without '
                               '--dynamic.') from error
         output_names = [f'output{index}' for index in range(len(program.graph_signature.user_outputs))]
-        torch.onnx.export(program, (example, ), path, dynamo=True, opset_version=opset, optimize=optimize,
-                          input_names=[INPUT_NAME], output_names=output_names, external_data=False, verbose=False)
+        torch.onnx.export(program, example, path, dynamo=True, opset_version=opset, optimize=optimize,
+                          input_names=list(module.input_names), output_names=output_names, external_data=False,
+                          verbose=False)
     foreign = non_standard_ops(path)
     if foreign:
         raise ExportError(f'the ONNX graph of {name} holds non-standard ops {foreign}; ONNX Runtime without '
@@ -273,11 +326,13 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
             raise
     input_shape = (None if 0 in dims else batch, channels, None if 2 in dims else height,
                    None if 3 in dims else width)
-    return OnnxExport(osp.abspath(path), input_shape, output_names, opset)
+    return OnnxExport(osp.abspath(path), input_shape, output_names, opset, tuple(module.input_names))
 
 
-def onnxruntime_outputs(path: str, images: Tensor) -> List[Tensor]:
-    """Run the ONNX file on ``images`` in ONNX Runtime (CPU) and return its outputs as tensors."""
+def onnxruntime_outputs(path: str, *inputs: Tensor) -> List[Tensor]:
+    """Run the ONNX file on ``inputs`` (``images``, or a network's ``x, t, y``, in the graph's input order) in ONNX
+    Runtime (CPU) and return its outputs as tensors."""
     import onnxruntime
     session = onnxruntime.InferenceSession(path, providers=['CPUExecutionProvider'])
-    return [torch.from_numpy(out) for out in session.run(None, {INPUT_NAME: images.numpy()})]
+    feed = {graph_input.name: value.numpy() for graph_input, value in zip(session.get_inputs(), inputs)}
+    return [torch.from_numpy(out) for out in session.run(None, feed)]

@@ -143,3 +143,58 @@ def test_checkpoint_that_does_not_fit_is_refused_in_one_line(tmp_path):
     assert message.startswith('CheckpointMismatchError: ') and "prefix 'model.'" in message
     assert '\n' not in message
     assert not (tmp_path / 'illama.onnx').exists()
+
+
+#: the generators' networks shrunk to 2 blocks of width 32 on 16 x 16 latents (patch 4: a 4 x 4 token grid)
+TINY_NETWORK = ("model = dict(network=dict(arch=dict(_delete_=True, embed_dims=32, num_layers=2, num_heads=2), "
+                "input_size=16, num_classes=10))\n")
+GENERATORS = ['configs/dit_llama/dit-llama-base-p4_8xb32-400k_in1k-256px.py',
+              'configs/dit_llama/dit-base-p4_8xb32-400k_in1k-256px.py']
+
+
+def _tiny_generator_config(tmp_path, config: str) -> str:
+    path = tmp_path / 'tiny_generator.py'
+    path.write_text(f'_base_ = [{str(ROOT / config)!r}]\n' + TINY_NETWORK)
+    return str(path)
+
+
+@pytest.mark.parametrize('batch', [1, 2])
+@pytest.mark.parametrize('config', GENERATORS, ids=['dit-llama', 'dit'])
+def test_generator_network_exports_and_matches_pytorch(tmp_path, single_thread, config, batch):
+    """The diffusion network (x, t, y) -> (B, C_out, H, W) of DiT-LLaMA (RoPE) and DiT (sin-cos table) blocks."""
+    config = _tiny_generator_config(tmp_path, config)
+    cfg, model = _twin(config)
+    assert model.network.num_layers == 2 and model.network.input_size == (16, 16)
+    torch.manual_seed(0)
+    for parameter in model.network.parameters():  # adaLN-Zero starts at a zero output: random weights everywhere
+        torch.nn.init.normal_(parameter, std=0.2)
+    checkpoint, out = tmp_path / 'generator.pth', tmp_path / 'network.onnx'
+    torch.save({'state_dict': model.state_dict()}, checkpoint)
+    _tool().main([config, str(checkpoint), str(out), '--network', '--batch', str(batch), '--no-optimize'])
+    assert non_standard_ops(str(out)) == []
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, 4, 16, 16, generator=generator)
+    t = torch.rand(batch, generator=generator) * 1000
+    y = torch.randint(10, (batch, ), generator=generator)
+    with torch.no_grad():
+        expected = model.network(x, t, y)
+    (actual, ) = onnxruntime_outputs(str(out), x, t, y)
+    assert actual.shape == expected.shape == (batch, 8, 16, 16)
+    assert expected.abs().max() > 0.1  # not the zero output of an untrained adaLN-Zero network
+    assert float((actual - expected).abs().max()) < TOLERANCE
+
+
+@pytest.mark.parametrize('args,expected', [
+    ([], 'ClassConditionalDiffusion cannot be exported whole'),
+    (['--network', '--dynamic'], 'network of ClassConditionalDiffusion exports at a fixed size; drop --dynamic')])
+def test_generator_whole_or_dynamic_is_refused_in_one_line(tmp_path, args, expected):
+    """Sampling is a loop of network calls on random noise: the tool exports the network, at a fixed size."""
+    config = _tiny_generator_config(tmp_path, GENERATORS[0])
+    _, model = _twin(config)
+    checkpoint = tmp_path / 'generator.pth'
+    torch.save({'state_dict': model.state_dict()}, checkpoint)
+    with pytest.raises(SystemExit) as exit_info:
+        _tool().main([config, str(checkpoint), str(tmp_path / 'generator.onnx'), *args])
+    message = str(exit_info.value)
+    assert message.startswith('ExportError: ') and expected in message and '\n' not in message
+    assert '--network' in message or '--dynamic' in args

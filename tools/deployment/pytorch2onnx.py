@@ -1,13 +1,16 @@
 """Export a model of an mmcausal config to ONNX and check it with ONNX Runtime.
 
     python tools/deployment/pytorch2onnx.py CONFIG CHECKPOINT OUT.onnx [--shape H W] [--batch B]
-        [--dynamic [all|batch]] [--backbone-only | --features] [--opset 20] [--no-optimize] [--no-check]
+        [--dynamic [all|batch]] [--backbone-only | --features | --network] [--opset 20] [--no-optimize] [--no-check]
         [--cfg-options k=v ...] [--allow-partial-load] [--debug]
 
 The graph takes what ``model(inputs, mode='tensor')`` takes, the data preprocessor's output (``(B, 3, H, W)`` fp32
 images, normalised with the config's ``mean`` / ``std``), and returns what it returns: a classifier's pre-softmax
 scores ``(B, classes)``, a segmentor's logits ``(B, classes, H, W)``; with ``--backbone-only`` the backbone's feature
 maps, with ``--features`` those of the backbone and neck (``extract_feat``; a detector exports only this far).
+A class-conditional generator exports its diffusion network with ``--network`` (fixed size): inputs ``x`` latents
+``(B, C, H, W)`` (``--shape``: the latent size, default the network's ``input_size``), ``t`` ``(B,)`` fp32 and ``y``
+``(B,)`` int64 labels, output ``(B, C_out, H, W)``.
 
 ``--dynamic`` (``all``) makes the batch and the image size dynamic (sides multiples of the model's downsampling,
 printed; RoPE and position tables are computed from the input's size inside the graph); ``--dynamic batch`` keeps the
@@ -51,6 +54,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     part.add_argument('--backbone-only', action='store_true', help='export model.backbone (its feature maps)')
     part.add_argument('--features', action='store_true',
                       help='export model.extract_feat: backbone and neck (the part of a detector that exports)')
+    part.add_argument('--network', action='store_true',
+                      help='export a generator\'s diffusion network (inputs x, t, y; a fixed size)')
     parser.add_argument('--opset', type=int, default=DEFAULT_OPSET, help=f'ONNX opset (default {DEFAULT_OPSET})')
     parser.add_argument('--no-optimize', action='store_true', help='skip the exporter\'s graph optimisation')
     parser.add_argument('--no-check', action='store_true',
@@ -69,9 +74,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def default_shape(cfg) -> List[int]:
-    """The backbone's ``img_size`` (an int or ``(H, W)``), else 224 x 224."""
-    size = cfg.model.get('backbone', {}).get('img_size', 224)
+def default_shape(cfg, part: str) -> List[int]:
+    """The backbone's ``img_size`` (an int or ``(H, W)``), else 224 x 224; for ``part='network'`` the network's
+    latent ``input_size``."""
+    if part == 'network':
+        size = cfg.model.get('network', {}).get('input_size', 32)
+    else:
+        size = cfg.model.get('backbone', {}).get('img_size', 224)
     return [size, size] if isinstance(size, int) else list(size)
 
 
@@ -84,14 +93,18 @@ def main(argv: Optional[List[str]] = None) -> None:
         cfg = read_config(args.config, args.cfg_options)
         with partial_loads_allowed(args.allow_partial_load):
             model = build_export_model(cfg, args.checkpoint)
-        module = exportable_part(model, 'backbone' if args.backbone_only else 'features' if args.features
-                                 else 'model')
-        height, width = args.shape or default_shape(cfg)
-        exported = export_onnx(module, args.out, (args.batch, 3, height, width), args.dynamic, args.opset,
+        part = ('backbone' if args.backbone_only else 'features' if args.features else 'network' if args.network
+                else 'model')
+        module = exportable_part(model, part)
+        height, width = args.shape or default_shape(cfg, part)
+        channels = model.network.in_channels if part == 'network' else 3
+        exported = export_onnx(module, args.out, (args.batch, channels, height, width), args.dynamic, args.opset,
                                optimize=not args.no_optimize, check=not args.no_check)
     shape = ' x '.join('dynamic' if side is None else str(side) for side in exported.input_shape)
     multiple = f' (image sides: multiples of {size_divisor(module)})' if args.dynamic == 'all' else ''
-    print(f'written: {exported.path} (opset {exported.opset}); input images: {shape}{multiple}; outputs: '
+    inputs = (f'inputs: x {shape}, t ({args.batch},), y ({args.batch},)' if part == 'network' else
+              f'input images: {shape}{multiple}')
+    print(f'written: {exported.path} (opset {exported.opset}); {inputs}; outputs: '
           f'{", ".join(exported.output_names)}' + ('' if args.no_check else '; checked against PyTorch in ONNX '
                                                    'Runtime'))
 
