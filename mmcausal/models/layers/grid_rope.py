@@ -195,12 +195,13 @@ class GridRoPE(nn.Module):
             positions = torch.cat(pieces, dim=-2 if self.mode != '1d' else -1)
         return self.angles(positions)
 
-    def window_angles(self, window_size: int, device: Optional[torch.device] = None) -> Tensor:
-        """Window-local angles ``(ws*ws, hd/2)``: integer positions ``0..ws-1`` inside the window, never
-        auto-scaled (ViTDet and the pyramid LSA)."""
+    def window_angles(self, window_size: Union[int, Tuple[int, int]], device: Optional[torch.device] = None) -> Tensor:
+        """Window-local angles ``(h*w, hd/2)`` of an ``h x w`` window (``ws``: ``ws x ws``): integer positions
+        ``0..h-1`` / ``0..w-1`` inside the window in raster order, never auto-scaled (ViTDet and the pyramid LSA)."""
         if self.mode == '1d':
             raise RopeConfigError('Windowed attention needs 2D positions; use rope_mode="2d" or "as2d".')
-        return self.angles(grid_positions((window_size, window_size), device=device))
+        window = (window_size, window_size) if isinstance(window_size, int) else tuple(window_size)
+        return self.angles(grid_positions(window, device=device))
 
     def subsampled_key_angles(self, grid: Tuple[int, int], sr_ratio: int, key_grid: Tuple[int, int],
                               key_pos: str = 'fixed', device: Optional[torch.device] = None) -> Tensor:

@@ -313,3 +313,32 @@ def test_second_init_weights_keeps_the_pretrained_stem(tmp_path):
     model.init_weights()  # e.g. a wrapper or a script that initialises again
     assert (model.cls_token == 0.5).all()
     torch.testing.assert_close(model.layers[0].attn.qkv.weight, source.layers[0].attn.qkv.weight)
+
+
+def saved_for_backward_bytes(model, images) -> int:
+    """Bytes of the distinct non-parameter storages autograd keeps for the backward of ``model(images)``."""
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(images)
+    return sum(saved.values())
+
+
+def test_vitdet_windows_keep_no_more_for_backward_than_global_attention():
+    """ViTDet-style backbone (MAE layout, windowed blocks with global blocks 1 and 3) on a 9 x 9 grid that 7 x 7
+    windows do not divide: its backward keeps no more than the same backbone with global attention in every block
+    (issue 30: the padded, masked windows kept 81 -> 196 tokens per windowed block, 1.2x at this size)."""
+    vitdet = dict(arch=dict(embed_dims=64, num_layers=4, num_heads=4), img_size=72, patch_size=8,
+                  layout='official_mae', with_cls_token=False, rope_mode='2d', global_blocks=[1, 3],
+                  out_indices=[3], out_type='featmap', final_norm=False)
+    images = torch.randn(1, 3, 72, 72)
+    windowed = saved_for_backward_bytes(tiny(window_size=7, **vitdet).train(), images)
+    global_attention = saved_for_backward_bytes(tiny(window_size=0, **vitdet).train(), images)
+    assert windowed <= 1.01 * global_attention, (windowed, global_attention)

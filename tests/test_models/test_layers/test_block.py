@@ -12,6 +12,7 @@ from mmcausal.models.layers import (
     TokenLayout,
     TransformerBlock,
     WindowedAttention,
+    explicit_attention_mode,
     window_key_mask,
 )
 
@@ -73,7 +74,9 @@ def test_drop_path_is_stochastic_depth_with_the_same_draws_as_mmcv():
     assert block.eval().drop_path(x) is x
 
 
-def test_windowed_blocks_share_one_key_mask_and_local_table_per_forward():
+def test_windowed_blocks_share_one_local_table_per_window_shape_per_forward():
+    """5 x 7 grid, 3 x 3 windows: whole windows and the cut ones (3 x 1, 2 x 3, 2 x 1) each get one table for all
+    blocks; the padded form (explicit mode, for the probe) shares one key mask."""
     torch.manual_seed(0)
     window = partial(WindowedAttention, num_heads=2, mask_mode='bidirectional', window_size=3)
     blocks = [TransformerBlock(32, window, SWIGLU).eval() for _ in range(3)]
@@ -82,6 +85,11 @@ def test_windowed_blocks_share_one_key_mask_and_local_table_per_forward():
     x = torch.randn(2, 35, 32)
     for block in blocks:
         x = block(x, layout)
+    assert set(layout._memo) == {('window_angles', shape) for shape in ((3, 3), (3, 1), (2, 3), (2, 1))}
+    layout = TokenLayout(grid, rope=GridRoPE(16, mode='2d'))
+    with explicit_attention_mode():
+        for block in blocks:
+            block(x, layout)
     mask = layout.memo(('window_key_mask', 3, 2), lambda: None)
     assert mask is not None and torch.equal(mask, window_key_mask(grid, 3, 2))
-    assert set(layout._memo) == {('window_key_mask', 3, 2), ('window_angles', 3)}
+    assert set(layout._memo) == {('window_key_mask', 3, 2), ('window_angles', (3, 3))}
