@@ -14,6 +14,7 @@ from .frechet import feature_statistics, frechet_distance, frechet_distance_of, 
 from .generation_metric import GenerationMetric
 from .generation_report import conditional_accuracy, evaluate_generation, pixel_vectors
 from .inception_score import inception_score
+from .judge_cnn import JudgeCNN
 from .memorisation import memorisation_check
 from .precision_recall import manifold_coverage, precision_recall
 from .sample_files import SampleFileError, images_from_class_folders, load_sample_npz, save_sample_npz
@@ -23,5 +24,5 @@ __all__ = [
     'precision_recall', 'manifold_coverage', 'memorisation_check', 'nearest_distances', 'kth_neighbour_distances',
     'inside_any_ball', 'ImageFeatures', 'JudgeFeatures', 'InceptionFeatures', 'ExtractorError', 'build_extractor',
     'extract_features', 'evaluate_generation', 'conditional_accuracy', 'pixel_vectors', 'SampleFileError',
-    'load_sample_npz', 'save_sample_npz', 'images_from_class_folders', 'GenerationMetric'
+    'load_sample_npz', 'save_sample_npz', 'images_from_class_folders', 'GenerationMetric', 'JudgeCNN'
 ]

@@ -21,7 +21,7 @@ from mmcausal.evaluation import (
     images_from_class_folders,
     save_sample_npz,
 )
-from mmcausal.models.backbones import JudgeCNN
+from mmcausal.evaluation import JudgeCNN
 
 pytestmark = pytest.mark.e2e
 

@@ -3,11 +3,10 @@
 from .cait import CaiT, TalkingHeadsAttention
 from .defocus import DecayAttention, DefocusMamba, DefocusMambaMixer, DefocusRetNet, DefocusViT, MultiScaleRetention
 from .illama import ILLaMA
-from .judge_cnn import JudgeCNN
 from .pyramid_vision_llama import PyramidVisionLLaMA, SubsampledAttention
 from .vision_llama import VisionLLaMA
 
 __all__ = [
-    'CaiT', 'DefocusMamba', 'DefocusRetNet', 'DefocusViT', 'ILLaMA', 'JudgeCNN', 'PyramidVisionLLaMA', 'VisionLLaMA',
+    'CaiT', 'DefocusMamba', 'DefocusRetNet', 'DefocusViT', 'ILLaMA', 'PyramidVisionLLaMA', 'VisionLLaMA',
     'DecayAttention', 'DefocusMambaMixer', 'MultiScaleRetention', 'SubsampledAttention', 'TalkingHeadsAttention'
 ]

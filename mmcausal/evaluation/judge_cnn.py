@@ -1,5 +1,8 @@
 """JudgeCNN: the small independent classifier that judges generated images of the CPU twins (issue 31 §6).
 
+An evaluation network, not one of the papers' backbones: registered in ``MODELS`` (configs build it as an
+mmpretrain classifier's backbone) but kept out of ``mmcausal.models`` and its backbone contract.
+
 It shares nothing with the architectures under test (no attention, no RoPE, no normalisation layer of theirs), so a
 generator cannot score well on it by sharing its biases. Three 3x3 conv stages (GroupNorm, SiLU), 2x2 max-pool after
 every stage but the last; ``forward`` returns the last stage's map, which mmpretrain's ``GlobalAveragePooling`` neck
