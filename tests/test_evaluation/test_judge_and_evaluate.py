@@ -14,6 +14,7 @@ from judge_utils import JUDGE_CONFIG, train_judge
 from mmcausal.evaluation import (
     ExtractorError,
     InceptionFeatures,
+    JudgeCNN,
     JudgeFeatures,
     conditional_accuracy,
     extract_features,
@@ -21,7 +22,6 @@ from mmcausal.evaluation import (
     images_from_class_folders,
     save_sample_npz,
 )
-from mmcausal.evaluation import JudgeCNN
 
 pytestmark = pytest.mark.e2e
 
