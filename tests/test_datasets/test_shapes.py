@@ -519,3 +519,14 @@ def test_cli_style_v3(tmp_path):
     subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'imagenet', '--style', 'v3'], cwd=REPO_ROOT,
                    capture_output=True, text=True, check=True)
     assert load_json(str(out / 'imagenet' / 'shapes_meta.json'))['params']['style'] == 'v3'
+
+
+def test_cli_draws_the_twin_transfer_test_data(tmp_path):
+    """``--style v3 --seed 3 --coco-val 48``: the draw of tests/test_twin_transfer.py (conftest's shapes_v3_root)."""
+    out = tmp_path / 'shapes'
+    subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v3', '--seed', '3',
+                    '--coco-val', '48'], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    params = load_json(str(out / 'coco' / 'shapes_meta.json'))['params']
+    assert (params['style'], params['seed'], params['num_train'], params['num_val']) == ('v3', 3, 64, 48)
+    make_coco_like(str(tmp_path / 'fixture'), style='v3', seed=3, num_val=48)  # as the fixture draws it
+    assert read_tree(str(out / 'coco')) == read_tree(str(tmp_path / 'fixture'))

@@ -3,10 +3,11 @@
 Usage, from the repository root::
 
     python tools/dataset_converters/make_shapes_datasets.py --out data/shapes [--seed 0] \
-        [--which imagenet ade20k coco] [--style v1|v2|v3]
+        [--which imagenet ade20k coco] [--style v1|v2|v3] [--coco-val N]
 
 writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of
-:mod:`mmcausal.datasets.shapes`. ``--style v2`` / ``v3`` draw the independent second and third
+:mod:`mmcausal.datasets.shapes` (``--coco-val`` sets the COCO validation images: the twin-transfer test draws
+48). ``--style v2`` / ``v3`` draw the independent second and third
 styles (see :mod:`mmcausal.datasets.shapes.styles`). Datasets already generated with the same parameters are left
 as they are.
 
@@ -48,6 +49,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='datasets to generate (default: all)')
     parser.add_argument('--style', choices=('v1', 'v2', 'v3'), default='v1',
                         help='v1: the embedded data (default); v2, v3: independent draws with other statistics')
+    parser.add_argument('--coco-val', type=int, default=16, help='COCO validation images (default: 16)')
     return parser.parse_args(argv)
 
 
@@ -68,7 +70,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     makers = dict(imagenet=shapes.make_imagenet_like, ade20k=shapes.make_ade20k_like,
                   coco=shapes.make_coco_like)
     for name in args.which:
-        summary = makers[name](osp.join(args.out, name), seed=args.seed, style=args.style)
+        sizes = dict(num_val=args.coco_val) if name == 'coco' else {}
+        summary = makers[name](osp.join(args.out, name), seed=args.seed, style=args.style, **sizes)
         print(describe(name, summary))
 
 
