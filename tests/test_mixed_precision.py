@@ -149,7 +149,7 @@ def _detection_batch(size: int = 128) -> tuple:
     return torch.randn(1, 3, size, size), [sample]
 
 
-@pytest.mark.parametrize('config', ['illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py',
+@pytest.mark.parametrize('config', ['illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
                                     'defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py'])
 def test_detector_twin_trains_and_predicts_under_bf16_autocast(config):
     from mmdet.registry import MODELS

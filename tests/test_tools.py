@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(importlib.util.find_spec('mmdet').origin).parents[1]  # site-packages
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
-DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 PYRAMID = 'configs/pyramid_vision_llama'
 
 
@@ -70,9 +70,9 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmpretrain', f'{PYRAMID}/pyramid-vision-llama-nano_1xb32-60e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
-    ('mmseg', f'{PYRAMID}/upernet_pyramid-vision-llama-nano_1xb8-400i_shapes-64x64.py',
+    ('mmseg', f'{PYRAMID}/upernet_pyramid-vision-llama-nano_1xb8-800i_shapes-64x64.py',
      ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
-    ('mmdet', f'{PYRAMID}/mask-rcnn_pyramid-vision-llama-nano_fpn_1xb4-12e_shapes-128px.py',
+    ('mmdet', f'{PYRAMID}/mask-rcnn_pyramid-vision-llama-nano_fpn_1xb4-36e_shapes-128px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmpretrain', 'configs/defocus/defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
@@ -111,7 +111,7 @@ def _benchmark_table(*arguments: str) -> List[Dict[str, str]]:
 def test_benchmark_tool_measures_what_backward_keeps_linear_in_the_tokens():
     """ViTDet's global blocks go through SDPA: 4x the tokens keep at most ~4x the activations for backward (an
     explicit N x N attention would keep ~16x in those blocks); sizes may be HxW."""
-    config = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+    config = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
     rows = _benchmark_table(config, '--sizes', '64', '64x256', '--backbone-only', '--train', '--repeats', '1')
     assert [row['size'] for row in rows] == ['64', '64x256']
     small, large = (float(row['saved MiB']) for row in rows)

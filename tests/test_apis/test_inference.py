@@ -25,11 +25,11 @@ CLASSIFIERS = ['configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py',
                'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py']
 SEGMENTORS = ['configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py',
               'configs/vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py',
-              'configs/pyramid_vision_llama/upernet_pyramid-vision-llama-nano_1xb8-400i_shapes-64x64.py',
+              'configs/pyramid_vision_llama/upernet_pyramid-vision-llama-nano_1xb8-800i_shapes-64x64.py',
               'configs/cait/upernet_cait-nano-p8_1xb8-250i_shapes-64x64.py']
-DETECTORS = ['configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py',
-             'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py',
-             'configs/pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-nano_fpn_1xb4-12e_shapes-128px.py',
+DETECTORS = ['configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
+             'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
+             'configs/pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-nano_fpn_1xb4-36e_shapes-128px.py',
              'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py']
 
 

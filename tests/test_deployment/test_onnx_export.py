@@ -61,7 +61,7 @@ TWO_BLOCKS = {'model.backbone.arch.num_layers': 2}
 DYNAMIC = [
     ('configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py', ['--dynamic'], 'model',
      [(1, 3, 64, 64), (3, 3, 48, 80)], TWO_BLOCKS),
-    ('configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py',
+    ('configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
      ['--dynamic', '--backbone-only'], 'backbone', [(1, 3, 128, 128), (2, 3, 96, 160)], None),
     # sides in multiples of 32 (patch 8 x window 4): every LSA window whole, as at the traced 64 x 64
     ('configs/pyramid_vision_llama/pyramid-vision-llama-nano_1xb32-60e_shapes-64px.py', ['--dynamic'], 'model',
@@ -76,7 +76,7 @@ DYNAMIC = [
      [(1, 3, 64, 64), (3, 3, 64, 64)], TWO_BLOCKS),
     ('configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py', ['--dynamic', 'batch'], 'model',
      [(1, 3, 64, 64), (2, 3, 64, 64)], None),
-    ('configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py', ['--dynamic', '--features'],
+    ('configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py', ['--dynamic', '--features'],
      'features', [(1, 3, 128, 128), (2, 3, 96, 160)], None),
 ]
 
@@ -120,7 +120,7 @@ def test_segmentor_dynamic_image_size_is_refused_in_one_line(tmp_path):
 
 
 def test_whole_detector_is_refused_in_one_line(tmp_path):
-    config = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+    config = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
     cfg, model = _twin(config)
     checkpoint = tmp_path / 'detector.pth'
     torch.save({'state_dict': model.state_dict()}, checkpoint)

@@ -12,7 +12,7 @@ from mmengine.structures import InstanceData
 from mmcausal.engine.hooks import EmptyDetectionsHook, find_score_threshold
 
 ROOT = Path(__file__).resolve().parents[2]
-DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 
 
 def _samples(*counts: int) -> list:

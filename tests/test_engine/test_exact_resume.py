@@ -278,7 +278,7 @@ DET_ITERS_PER_EPOCH = 6  # short epochs (the full one is 64 training images / ba
 
 def _det_config(shapes_root: Path, work_dir: Path):
     return load_config(
-        'illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py', shapes_root, work_dir,
+        'illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py', shapes_root, work_dir,
         **{
             'train_dataloader.num_batch_per_epoch': DET_ITERS_PER_EPOCH,
             'train_cfg.max_epochs': DET_EPOCHS,

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {
     'mmpretrain': 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py',
     'mmseg': 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py',
-    'mmdet': 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py',
+    'mmdet': 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
 }
 RATE, BASE_LR, DEPTH = 0.5, 1e-3, 4  # the tiny configs' backbones have 4 blocks
 

@@ -325,7 +325,7 @@ TWINS = {
     'illama/illama-nano-p8_1xb32-30e_shapes-64px.py': 'epoch',
     'vision_llama/mae_vision-llama-nano-p8_1xb32-20e_shapes-64px.py': 'epoch',
     'illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py': 'iter',
-    'vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py': 'iter',
+    'vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py': 'iter',
 }
 
 

@@ -24,7 +24,7 @@ from mmcausal.utils.errors import UserInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
-DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -53,7 +53,7 @@ def test_wrapped_dataset_is_checked(tmp_path):
 SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
 VL_SEG = 'configs/vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py'
 VL_CLS = 'configs/vision_llama/vision-llama-nano-p8_1xb32-20e_shapes-64px.py'
-VL_DET = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+VL_DET = 'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 
 
 def _tool(name: str):

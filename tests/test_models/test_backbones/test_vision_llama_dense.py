@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[3]
 SEG = 'vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py'
-DET = 'vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-12e_shapes-128px.py'
+DET = 'vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 SEG_FULL = 'vision_llama/upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py'
 DET_FULL = 'vision_llama/vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py'
 

@@ -31,7 +31,9 @@ train_dataloader = {{_base_.shapes_seg_train_dataloader}}
 val_dataloader = {{_base_.shapes_seg_val_dataloader}}
 test_dataloader = val_dataloader
 
-max_iters = 400
+# 800 iterations: at 400 it reached 34.9 mIoU on the v3 draw of seed 0 but 28.4 on seed 3 (bar 30); at 800, 35.5
+# and 36.8.
+max_iters = 800
 warmup_iters = 20
 optim_wrapper = dict(type='OptimWrapper', optimizer=dict(lr=4e-3))  # from scratch; 2e-3 reached 30 mIoU on the v2 draw
 param_scheduler = [
