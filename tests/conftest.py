@@ -16,10 +16,13 @@ def _uses_module_fixture(item) -> bool:
 def pytest_collection_modifyitems(config, items) -> None:
     """Run the slow end-to-end tests first, then the other end-to-end ones, then the unit tests (stable order within
     each): with several xdist workers the short tests fill the gaps instead of one long run finishing alone. Tests
-    that share a module-scoped fixture form one xdist group (``--dist loadgroup``), so it is built once."""
+    that share a module-scoped fixture form one xdist group (``--dist loadgroup``), so it is built once; so do the
+    tests of every module that use the session's trained judge (``generation_judge``)."""
     items.sort(key=lambda item: (item.get_closest_marker('slow') is None, item.get_closest_marker('e2e') is None))
     for item in items:
-        if _uses_module_fixture(item):
+        if 'generation_judge' in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group('generation_judge'))
+        elif _uses_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
@@ -42,6 +45,14 @@ def shapes_root(tmp_path_factory) -> Path:
 def shapes_v2_root(tmp_path_factory) -> Path:
     """The independent second style (v2) of the three datasets, generated once per test session."""
     return _make_shapes(tmp_path_factory.mktemp('shapes_v2'), 'v2')
+
+
+@pytest.fixture(scope='session')
+def generation_judge(shapes_root, tmp_path_factory):
+    """The image-generation twins' judge, trained once per session through tools/train.py on the real shapes images,
+    with the 32 px train / val reference files (tests/judge_utils.py ``train_judge``; about a minute and a half)."""
+    from judge_utils import train_judge
+    return train_judge(shapes_root, tmp_path_factory.mktemp('judge'))
 
 
 @pytest.fixture(scope='module')
