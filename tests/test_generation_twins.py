@@ -30,8 +30,8 @@ SAMPLE = str(ROOT / 'tools/generation/sample.py')
 EVALUATE = str(ROOT / 'tools/generation/evaluate.py')
 NUM_SAMPLES = 400  # 100 per class
 #: bars on the guided (CFG 4) samples; calibration over seeds 0-2 in configs/dit_llama/README.md
-MIN_ACCURACY = 0.6  # seeds 0-2: 0.76-0.81 (chance 0.25)
-MAX_FD = 3.5  # seeds 0-2: 2.2 (uniform noise: ~70)
+MIN_ACCURACY = 0.6  # seeds 0-2: 0.76-0.81, sd 0.02 (chance 0.25)
+MAX_FD = 3.5  # seeds 0-2: 2.16-2.74 (uniform noise: ~70)
 MIN_CFG_GAIN = 0.25  # accuracy with guidance minus accuracy without; seeds 0-2: 0.42-0.48
 MIN_NN_RATIO = 0.8  # median distance to the nearest training image, relative to that of the real val images
 
@@ -61,7 +61,7 @@ def test_dit_llama_twin_generates_recognisable_shapes_and_guidance_helps(generat
     run_command([sys.executable, 'tools/train.py', TWIN, '--work-dir', str(twin_dir), '--cfg-options',
                  *data_options(shapes_root, 'imagenet')[:1], f'model.autoencoder.checkpoint={ae_checkpoint}'],
                 timeout=1800, **threads)
-    assert loss_falls(_losses(twin_dir), 0.5)
+    assert loss_falls(_losses(twin_dir))
 
     reports = {}
     for scale in (1, 4):
