@@ -16,10 +16,13 @@ def _uses_module_fixture(item) -> bool:
 def pytest_collection_modifyitems(config, items) -> None:
     """Run the slow end-to-end tests first, then the other end-to-end ones, then the unit tests (stable order within
     each): with several xdist workers the short tests fill the gaps instead of one long run finishing alone. Tests
-    that share a module-scoped fixture form one xdist group (``--dist loadgroup``), so it is built once."""
+    that share a module-scoped fixture form one xdist group (``--dist loadgroup``), so it is built once; so do the
+    tests of every module that use the session's trained judge (``generation_judge``)."""
     items.sort(key=lambda item: (item.get_closest_marker('slow') is None, item.get_closest_marker('e2e') is None))
     for item in items:
-        if _uses_module_fixture(item):
+        if 'generation_judge' in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group('generation_judge'))
+        elif _uses_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
@@ -52,6 +55,14 @@ def shapes_v3_root(tmp_path_factory) -> Path:
     with seed 3, which no twin recipe was tuned on, and 48 COCO validation images (about 100 objects: with the
     default 16 a bbox mAP moves by several hundredths between draws). Generated once per test session."""
     return _make_shapes(tmp_path_factory.mktemp('shapes_v3'), 'v3', seed=3, num_val_detection=48)
+
+
+@pytest.fixture(scope='session')
+def generation_judge(shapes_root, tmp_path_factory):
+    """The image-generation twins' judge, trained once per session through tools/train.py on the real shapes images,
+    with the 32 px train / val reference files (tests/judge_utils.py ``train_judge``; about a minute and a half)."""
+    from judge_utils import train_judge
+    return train_judge(shapes_root, tmp_path_factory.mktemp('judge'))
 
 
 @pytest.fixture(scope='module')

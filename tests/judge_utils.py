@@ -1,10 +1,7 @@
 """The image-generation twins' judge for the tests: trained once by ``tools/train.py`` on the real shapes images, with
-the 32 px train / val reference files (ADM ``.npz``) that ``tools/generation/evaluate.py --ref`` reads. A test module
-builds it in a module-scoped fixture (about a minute and a half on 2 cores):
-
-    @pytest.fixture(scope='module')
-    def judge(shapes_root, tmp_path_factory):
-        return train_judge(shapes_root, tmp_path_factory.mktemp('judge'))
+the 32 px train / val reference files (ADM ``.npz``) that ``tools/generation/evaluate.py --ref`` reads. Tests get it
+from the session-scoped fixture ``generation_judge`` (tests/conftest.py), trained once (about a minute and a half
+on 2 cores); its users share one xdist group.
 """
 import runpy
 import sys

@@ -299,7 +299,8 @@ RECIPES = {
     # DiT / SiT and their VisionLLaMA variants (spec generation.md §2.4): AdamW 1e-4 constant, wd 0, batch 256, fp32
     # (the official fp16 AMP is --amp); the rest of these recipes: tests/test_generation_configs.py
     **{str(path.relative_to(ROOT / 'configs')): _generation(2400 if '-2400k_' in path.name else 400)
-       for folder in ('dit_llama', 'sit_llama') for path in (ROOT / 'configs' / folder).glob('*.py')},
+       for folder in ('dit_llama', 'sit_llama') for path in (ROOT / 'configs' / folder).glob('*.py')
+       if '_shapes-' not in path.name},  # the CPU twins: tests/test_generation_twins.py
 }
 
 

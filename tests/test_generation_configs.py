@@ -39,8 +39,9 @@ OFFICIAL_SIT_ODE = dict(OFFICIAL_SIT_SDE, sampler='ode', method='dopri5', atol=1
 
 
 def configs():
+    """The full-size configs (the CPU twins, ``*_shapes-*``: tests/test_generation_twins.py)."""
     return sorted(str(path.relative_to(ROOT / 'configs')) for folder in FOLDERS
-                  for path in (ROOT / 'configs' / folder).glob('*.py'))
+                  for path in (ROOT / 'configs' / folder).glob('*.py') if '_shapes-' not in path.name)
 
 
 def test_every_table_row_has_a_config():

@@ -5,6 +5,7 @@ from . import backbones, generation, heads, layers, necks, selfsup  # noqa: F401
 from .backbones import *  # noqa: F401,F403
 from .generation import (
     SDVAE,
+    AutoencoderReconstruction,
     ClassConditionalDiffusion,
     DiffusionTransformer,
     GaussianDiffusion,
@@ -18,7 +19,7 @@ from .necks import *  # noqa: F401,F403
 from .selfsup import *  # noqa: F401,F403
 
 __all__ = [
-    *backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'ClassConditionalDiffusion',
-    'DiffusionTransformer', 'GaussianDiffusion', 'LinearInterpolant', 'MomentsLatents', 'PixelSpace', 'SDVAE',
-    'TinyAutoencoder'
+    *backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'AutoencoderReconstruction',
+    'ClassConditionalDiffusion', 'DiffusionTransformer', 'GaussianDiffusion', 'LinearInterpolant', 'MomentsLatents',
+    'PixelSpace', 'SDVAE', 'TinyAutoencoder'
 ]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from e2e_utils import ROOT, run_command
-from judge_utils import JUDGE_CONFIG, train_judge
+from judge_utils import JUDGE_CONFIG
 from mmcausal.evaluation import (
     ExtractorError,
     InceptionFeatures,
@@ -37,11 +37,9 @@ def _noise(num: int, size: int = 32, seed: int = 0) -> np.ndarray:
 
 
 @pytest.fixture(scope='module')
-def judge_run(shapes_root, tmp_path_factory):
+def judge_run(generation_judge, tmp_path_factory):
     """The judge trained by tools/train.py on the real train split, and the 32 px train / val / noise files."""
-    work = tmp_path_factory.mktemp('judge')
-    files = train_judge(shapes_root, work)
-    files['noise'] = work / 'noise.npz'
+    files = dict(generation_judge, noise=tmp_path_factory.mktemp('noise') / 'noise.npz')
     save_sample_npz(str(files['noise']), _noise(400), np.arange(400) % 4)
     return files
 

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
+from mmcausal.utils.checkpoint_loading import load_checkpoint_file
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import ConfigValueError, check_choice
 from .transport import MissingOptionalDependency
@@ -174,10 +175,16 @@ class TinyAutoencoder(LatentAutoencoder):
     Args:
         channels: encoder widths, e.g. ``(24, 48, 48)`` (f = 4, about 67k parameters).
         latent_channels: C of the latents.
+        checkpoint: a checkpoint of :class:`~mmcausal.models.generation.AutoencoderReconstruction` (its
+            ``autoencoder.*`` weights and scale) that :meth:`init_weights` loads: a generator trains on the latents of
+            an autoencoder trained before. Read only by ``init_weights`` (the runner's at the start of training), so
+            building the model or loading a generator checkpoint, which holds these weights, does not need the file.
     """
 
-    def __init__(self, channels: Sequence[int] = (24, 48, 48), latent_channels: int = 4) -> None:
+    def __init__(self, channels: Sequence[int] = (24, 48, 48), latent_channels: int = 4,
+                 checkpoint: Optional[str] = None) -> None:
         super().__init__()
+        self.checkpoint = checkpoint
         if not channels:
             raise ConfigValueError('TinyAutoencoder needs at least one encoder width in channels.')
         self.latent_channels, self.downsample = latent_channels, 2 ** (len(channels) - 1)
@@ -202,6 +209,24 @@ class TinyAutoencoder(LatentAutoencoder):
     def forward(self, images: Tensor) -> Tensor:
         """The reconstruction ``(B, 3, H, W)`` of ``images`` (``H, W`` divisible by ``downsample``)."""
         return self.decode(self.encode(images))
+
+    def init_weights(self) -> None:
+        """Load the trained weights and scale from ``checkpoint`` (nothing without one)."""
+        if self.checkpoint is None:
+            return
+        if not Path(self.checkpoint).is_file():
+            raise UserInputError(f'The tiny autoencoder checkpoint {self.checkpoint} does not exist: train the '
+                                 'autoencoder config first (configs/dit_llama/tiny-ae-nano-f4_*_shapes-32px.py) or set '
+                                 'model.autoencoder.checkpoint to its checkpoint.')
+        state_dict = load_checkpoint_file(self.checkpoint, map_location='cpu')
+        state_dict = state_dict.get('state_dict', state_dict)
+        prefix = 'autoencoder.'
+        weights = {key[len(prefix):]: value for key, value in state_dict.items() if key.startswith(prefix)}
+        if {key: value.shape for key, value in weights.items()} != {key: value.shape
+                                                                   for key, value in self.state_dict().items()}:
+            raise UserInputError(f'{self.checkpoint} holds no autoencoder of this shape: give the checkpoint of an '
+                                 f'AutoencoderReconstruction run ({prefix}* weights) with the same channels.')
+        self.load_state_dict(weights)
 
     @torch.no_grad()
     def calibrate_scale(self, images: Union[Tensor, Sequence[Tensor]]) -> float:

@@ -9,7 +9,7 @@ from torch import nn
 
 import fake_diffusers
 from fake_diffusers import FakeAutoencoderKL
-from mmcausal.models.generation import SDVAE, PixelSpace, TinyAutoencoder
+from mmcausal.models.generation import SDVAE, AutoencoderReconstruction, PixelSpace, TinyAutoencoder
 from mmcausal.models.generation.autoencoders import sample_posterior
 from mmcausal.models.generation.transport import MissingOptionalDependency
 from mmcausal.registry import MODELS
@@ -108,3 +108,64 @@ def test_tiny_autoencoder_learns_to_reconstruct_and_calibrates_its_scale():
         assert ae.encode(images).std().item() == pytest.approx(1., rel=1e-4)
         torch.testing.assert_close(ae(images), reconstruction, rtol=1e-4, atol=1e-5)  # decode undoes the scale
     assert ae.state_dict()['scale'].item() == pytest.approx(scale)
+
+
+# ---- training the tiny autoencoder (the twins' first stage) and loading it into a generator -----------------------
+
+def _blurred_images(num: int = 16, size: int = 16) -> torch.Tensor:
+    torch.manual_seed(0)
+    return nn.functional.avg_pool2d(torch.rand(num, 3, size, size) * 4 - 2, 3, 1, 1)  # some spatial structure
+
+
+def test_autoencoder_reconstruction_trains_and_tracks_one_over_the_latent_std():
+    model = AutoencoderReconstruction(dict(type='TinyAutoencoder', channels=(8, 16)), scale_momentum=0.5)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    images = _blurred_images()
+    errors = []
+    for _ in range(60):
+        loss = model(images, mode='loss')['loss']  # the scale changes every step: backward must still run
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        errors.append(loss.item())
+    assert errors[-1] < 0.5 * errors[0]
+    with torch.no_grad():
+        model.eval()
+        unscaled_std = model.autoencoder.encoder(images).std().item()
+        # the running estimate trails the last weights by a few steps: within 10 % of 1 / std
+        assert model.autoencoder.scale.item() == pytest.approx(1 / unscaled_std, rel=0.1)
+        torch.testing.assert_close(model(images), model.autoencoder.decoder(model.autoencoder.encoder(images)))
+        scale = model.autoencoder.scale.clone()
+        model(images, mode='loss')
+        assert torch.equal(model.autoencoder.scale, scale)  # evaluation does not move it
+
+
+def test_autoencoder_reconstruction_needs_an_autoencoder_with_a_scale():
+    with pytest.raises(UserInputError, match='scale buffer'):
+        AutoencoderReconstruction(dict(type='PixelSpace'))
+
+
+def test_tiny_autoencoder_loads_its_trained_weights_and_scale_in_init_weights(tmp_path):
+    trainer = AutoencoderReconstruction(dict(type='TinyAutoencoder', channels=(8, 16)))
+    trainer(_blurred_images(), mode='loss')  # sets a scale other than 1
+    torch.save(dict(meta=dict(), state_dict=trainer.state_dict()), tmp_path / 'ae.pth')
+    generator = MODELS.build(dict(
+        type='ClassConditionalDiffusion',
+        network=dict(type='DiffusionTransformer', arch=dict(embed_dims=16, num_layers=1, num_heads=2), patch_size=2,
+                     in_channels=4, input_size=8, learn_sigma=False, num_classes=4),
+        objective=dict(type='GaussianDiffusion', learn_sigma=False),
+        autoencoder=dict(type='TinyAutoencoder', channels=(8, 16), checkpoint=str(tmp_path / 'ae.pth'))))
+    assert not torch.equal(generator.autoencoder.encoder[0].weight, trainer.autoencoder.encoder[0].weight)
+    generator.init_weights()  # what the runner calls when training starts
+    for name, value in trainer.autoencoder.state_dict().items():
+        assert torch.equal(generator.autoencoder.state_dict()[name], value), name
+    assert generator.autoencoder.scale.item() != 1.
+
+
+def test_tiny_autoencoder_checkpoint_errors_say_what_to_change(tmp_path):
+    with pytest.raises(UserInputError, match='does not exist: train the autoencoder config first'):
+        TinyAutoencoder(checkpoint=str(tmp_path / 'none.pth')).init_weights()
+    torch.save(dict(state_dict=AutoencoderReconstruction(dict(type='TinyAutoencoder')).state_dict()),
+               tmp_path / 'wide.pth')
+    with pytest.raises(UserInputError, match='no autoencoder of this shape'):
+        TinyAutoencoder(channels=(8, 16), checkpoint=str(tmp_path / 'wide.pth')).init_weights()
