@@ -211,6 +211,54 @@ def test_benchmark_table_compares_each_batch_with_its_own_first_row():
     assert [row['time x'] for row in table] == ['1.00', '0.50', '1.00', '1.50']
 
 
+def test_scan_benchmark_puts_scans_side_by_side_with_equal_checksums():
+    """Two scans, each in its own process: a row per scan, and the same output checksum (same seeded inputs, same
+    recurrence)."""
+    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'sequential',
+                             'chunked', '--shapes', '2x9x4', '--repeats', '1'], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.strip('|').split('|') for line in result.stdout.strip().splitlines()[2:]]
+    assert [(row[1].strip(), row[2].strip()) for row in rows] == [('sequential', '-'), ('chunked', 'auto')]
+    checksums = [float(row[3].split(', ')[2]) for row in rows]
+    assert checksums[0] == pytest.approx(checksums[1], rel=1e-5)
+
+
+def test_scan_benchmark_summarises_rounds_as_median_range_and_out_of_memory():
+    tool = _load_tool('tools/analysis_tools/benchmark_scan.py')
+    runs = [dict(time=t, peak_mib=m, checksum=1.5) for t, m in ((0.3, 10.), (0.1, 30.), (0.2, 20.))]
+    assert tool.summarise(runs) == '0.200 s (0.100-0.300), 20 MiB, 1.5'
+    assert tool.summarise(runs[:1]) == '0.300 s, 10 MiB, 1.5'
+    assert tool.summarise([runs[0], dict(out_of_memory=True)]) == 'out of memory'
+
+
+def test_scan_benchmark_reports_a_case_over_its_memory_cap_as_out_of_memory():
+    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'chunked',
+                             '--shapes', '2x1025x256', '--repeats', '1', '--memory-limit-gib', '0.01'], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == '| 2x1025x256 | chunked | auto | out of memory |'
+
+
+def test_benchmark_runs_a_timm_model_beside_a_config():
+    """A ``timm::`` spec is timm's model (here stubbed: timm is optional) built with the spec's keyword arguments,
+    ``num_classes=0`` with ``--backbone-only``, called as a classifier is."""
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    created = []
+
+    def create_model(name, pretrained, **kwargs):
+        created.append((name, pretrained, kwargs))
+        return torch.nn.Linear(3, 2)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, 'timm', type(sys)('timm'))
+        patch.setattr(sys.modules['timm'], 'create_model', create_model, raising=False)
+        model = benchmark.build_model('timm::cait_s24_224+drop_path_rate=0.1', backbone_only=True)
+        assert model(torch.ones(4, 3), mode='tensor').shape == (4, 2)
+        benchmark.build_model('timm::cait_s24_384', backbone_only=False)
+    assert created == [('cait_s24_224', False, dict(drop_path_rate=0.1, num_classes=0)), ('cait_s24_384', False, {})]
+
+
 def test_attention_benchmark_divides_every_row_by_the_bidirectional_row(monkeypatch, capsys):
     """``x bidir`` is each row's time over the bidirectional row's at the same length, wherever that case stands in
     ``--cases`` (it is timed first), and ``-`` without it; repeated cases are timed once; a bad case is refused."""

@@ -5,27 +5,28 @@
         [--device cpu|cuda]
 
 A CONFIG is a file, an upstream config (``mmpretrain::deit/deit-small_4xb256_in1k.py``) or either with overrides
-after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``). Each (config,
-size) case builds the model (``--backbone-only``: just ``model.backbone``) from random weights, runs one warm-up
-step and ``--repeats`` timed steps on random ``(batch, 3, H, W)`` images (a size is ``S`` or ``HxW``): a forward
-(inference, no grad) or, with ``--train``, a training-mode forward + backward of the summed mean squares of the
-outputs. Reported: images/s, peak memory (the process's peak RSS on CPU, ``max_memory_allocated`` on CUDA), the part
-of it above the built model ("activation": activations and temporaries, and with ``--train`` the gradients; RSS
-depends on the allocator, expect 5-10 % between runs), with ``--train`` the exact size of what autograd keeps for
-backward ("saved": distinct storages reached by saved-tensor hooks, parameters excluded, but with ``--amp`` the bf16
-copies autocast makes of them included; measured on an extra forward after the timed steps) and the parameter
-count, with ratios to the first config at the same size, as a Markdown table. ``--amp`` runs every step under
-``torch.autocast`` in bfloat16 (what the AMP configs train in on GPUs: SDPA then takes the flash / memory-efficient
-kernels; bf16 needs no loss scaling); without it everything is fp32. ``--rounds R`` measures every case R times,
-round-robin over the cases (each run a fresh process), and reports the median of the rounds with the range of the
-step time: on a shared or thermally throttled CPU the speed drifts by several percent over minutes, and
-interleaved rounds see the same drift in every config. ``--compile`` measures every case a second time with the
-model under ``torch.compile`` (default backend: inductor), in the row below it (``first step s``: the warm-up step,
-which compiles, then the timed steps reuse the graphs). ``--onnxruntime`` (inference on the CPU) measures every case
-a third way: the model exported to ONNX (``tools/deployment/pytorch2onnx.py``'s export at the case's fixed shape,
-once per case into a temporary folder, outside the timing) and run by ONNX Runtime with as many intra-op threads as
-torch uses, in the row below the compiled one (``first step s``: the first run of the session). ``--batch`` takes
-several sizes: every case at each. Example (the CaiT README's table)::
+after ``+`` (``configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit``), or a timm model
+(``timm::cait_s24_224+drop_path_rate=0.1``: ``timm.create_model`` with those keyword arguments; ``pip install
+timm``). Each (config, size) case builds the model (``--backbone-only``: just ``model.backbone``) from random
+weights, runs one warm-up step and ``--repeats`` timed steps on random ``(batch, 3, H, W)`` images (a size is ``S``
+or ``HxW``): a forward (inference, no grad) or, with ``--train``, a training-mode forward + backward of the summed
+mean squares of the outputs. Reported: images/s, peak memory (the process's peak RSS on CPU,
+``max_memory_allocated`` on CUDA), the part of it above the built model ("activation": activations and temporaries,
+and with ``--train`` the gradients; RSS depends on the allocator, expect 5-10 % between runs), with ``--train`` the
+exact size of what autograd keeps for backward ("saved": distinct storages reached by saved-tensor hooks, parameters
+excluded, but with ``--amp`` the bf16 copies autocast makes of them included; measured on an extra forward after the
+timed steps) and the parameter count, with ratios to the first config at the same size, as a Markdown table.
+``--amp`` runs every step under ``torch.autocast`` in bfloat16 (what the AMP configs train in on GPUs: SDPA then
+takes the flash / memory-efficient kernels; bf16 needs no loss scaling); without it everything is fp32. ``--rounds
+R`` measures every case R times, round-robin over the cases (each run a fresh process), and reports the median of
+the rounds with the range of the step time: on a shared or thermally throttled CPU the speed drifts by several
+percent over minutes, and interleaved rounds see the same drift in every config. ``--compile`` measures every case a
+second time with the model under ``torch.compile`` (default backend: inductor), in the row below it (``first step
+s``: the warm-up step, which compiles, then the timed steps reuse the graphs). ``--onnxruntime`` (inference on the
+CPU) measures every case a third way: the model exported to ONNX (``tools/deployment/pytorch2onnx.py``'s export at
+the case's fixed shape, once per case into a temporary folder, outside the timing) and run by ONNX Runtime with as
+many intra-op threads as torch uses, in the row below the compiled one (``first step s``: the first run of the
+session). ``--batch`` takes several sizes: every case at each. Example (the CaiT README's table)::
 
     python tools/analysis_tools/benchmark.py configs/cait/cait-s24_8xb128-400e_in1k.py \\
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
@@ -66,10 +67,38 @@ def load_config(spec: str):
     return cfg
 
 
+class TimmModel(torch.nn.Module):
+    """A timm model under the call of an mmpretrain classifier: ``forward(images, mode='tensor')`` -> its output."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: torch.Tensor, mode: str = 'tensor') -> torch.Tensor:
+        return self.model(images)
+
+
+def build_timm_model(spec: str, backbone_only: bool) -> torch.nn.Module:
+    """``timm::NAME[+key=value ...]``: ``timm.create_model(NAME, pretrained=False, key=value, ...)`` (an independent
+    implementation to measure beside ours); ``backbone_only``: without the classifier (``num_classes=0``, so a
+    CaiT ends at its normed class feature, as our ``CaiT`` backbone with ``out_type='cls_token'``)."""
+    import timm  # optional (requirements/optional.txt): only for these specs
+    from mmengine.config import DictAction
+
+    name, *overrides = spec[len('timm::'):].split('+')
+    options = argparse.ArgumentParser()
+    options.add_argument('opts', nargs='*', action=DictAction, default={})
+    kwargs = dict(options.parse_args(overrides).opts, **(dict(num_classes=0) if backbone_only else {}))
+    return TimmModel(timm.create_model(name, pretrained=False, **kwargs))
+
+
 def build_model(spec: str, backbone_only: bool) -> torch.nn.Module:
-    """``model`` (or ``model.backbone``) of the config, randomly initialised (no pretrained weights loaded)."""
+    """``model`` (or ``model.backbone``) of the config, randomly initialised (no pretrained weights loaded); a
+    ``timm::`` spec builds that timm model (:func:`build_timm_model`)."""
     from mmengine.registry import init_default_scope
 
+    if spec.startswith('timm::'):
+        return build_timm_model(spec, backbone_only)
     import mmcausal  # noqa: F401  (registers the components)
     cfg = load_config(spec)
     scope = cfg.get('default_scope', 'mmpretrain')

@@ -58,7 +58,8 @@ class CaiT(MaskModeMixin, PlainBackbone):
         mask_mode: ``'bidirectional'`` (default: the paper and the released weights) or ``'causal'`` (patch ``t``
             sees patches ``s <= t`` in raster order in every SA block; the class-attention stage still reads every
             patch). ``'official'`` is refused (module docstring).
-        attn_impl: talking-heads path: ``'auto'`` (explicit while tokens <= width, i.e. at 224 px; SDPA beyond),
+        attn_impl: talking-heads path: ``'auto'`` (the fused explicit path while tokens <= 2 x width, i.e. at 224
+            and 384 px, SDPA beyond; with a key mask or causal: explicit while tokens <= width),
             ``'sdpa'`` (O(N) memory, ``heads`` x the attention FLOPs) or ``'explicit'`` (the reference); all exact.
         norm_cfg: norm of every block and of ``norm`` (LayerNorm eps 1e-6, as all released models).
         frozen_stages: freeze the patch embedding, position table and the first ``frozen_stages`` SA blocks (all

@@ -25,8 +25,17 @@ Two exact paths:
     bw[h] sum_j v_h(j)``. It costs ``heads`` times the attention FLOPs of plain attention and stores no
     ``N x N`` tensor, but about ``2 h N C`` values (the mixed queries and the ``C``-wide outputs).
 ``'auto'`` (default)
-    The explicit path while its ``h N^2`` scores are no larger than the SDPA path's ``h N C`` (``N <= C``: 224 px
-    for every released CaiT but XXS, where it is faster on CPU too), the SDPA path beyond (384 px and dense inputs).
+    Without a key mask or causal mask (every released model), :func:`talking_heads_fused` while the one ``h N^2``
+    tensor it keeps for backward is no larger than the SDPA path's ``2 h N C`` (``N <= 2C``: 224 and 384 px for
+    every released CaiT but XXS, which takes it at 224 px), the SDPA path beyond (512 px and dense inputs); with
+    a mask, the explicit path while ``N <= C``, the SDPA path beyond.
+
+:func:`talking_heads_fused` is the explicit path's math (the same products, in the same order) with the head
+mixings as batched matrix products over the ``(B, heads, N * N)`` view (no permuted copies) and, in training, one
+autograd function that keeps only q, k, v and the softmax output ``P`` and recomputes ``S`` and ``A`` in backward
+(autograd keeps ``S``, ``P``, ``A`` and the scaled q). CaiT-S24 at 384 px, batch 1, forward + backward on one CPU
+thread: timm's ``cait_s24_384`` (the math of ``'explicit'``) took 1.2x-1.6x its time, the SDPA path 2.3x
+(docs/benchmarks.md).
 
 Causal (``mask_mode='causal'``, query ``t`` sees keys ``s <= t``) is exact with both mixings: the mask is the key mask
 ``s <= t``, applied after the pre-softmax mix, so ``P_h`` is zero above the diagonal; ``proj_w`` mixes those zeros
@@ -34,11 +43,12 @@ into zeros, and the ``bw`` term sums ``v`` over ``s <= t`` (a cumulative sum). T
 kernel (still no ``N x N`` tensor). iLLaMA's ``'official'`` post-softmax mask is not defined for talking heads (which
 softmax would it mask, and how would ``bw`` count keys?) and no weights were trained with it: it is refused.
 """
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from mmcausal.utils.validation import check_choice
 from ...layers import AttentionConfigError, SelfAttention, explicit_attention_requested
@@ -85,6 +95,70 @@ def talking_heads_explicit(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, p
     if probe is not None:
         weights = probe(weights)
     return weights @ v
+
+
+def _mix_heads_flat(weight: Tensor, bias: Optional[Tensor], x: Tensor) -> Tensor:
+    """``sum_g weight[h, g] x_g + bias[h]`` over the head axis of a contiguous ``(B, heads, Nq, Nk)`` tensor, as one
+    batched matrix product on its ``(B, heads, Nq * Nk)`` view (no permuted copy)."""
+    batch, heads = x.shape[:2]
+    flat, weight = x.view(batch, heads, -1), weight.expand(batch, heads, heads)
+    out = torch.bmm(weight, flat) if bias is None else torch.baddbmm(bias.view(1, heads, 1), weight, flat)
+    return out.view(x.shape)
+
+
+def _fused_probabilities(q: Tensor, k: Tensor, proj_l_weight: Tensor, proj_l_bias: Tensor) -> Tensor:
+    """``P = softmax(Wl S + bl)`` with ``S = (s q) k^T``: ``(B, heads, Nq, Nk)``."""
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)
+    return _mix_heads_flat(proj_l_weight, proj_l_bias, scores).softmax(dim=-1)
+
+
+class _FusedTalkingHeads(torch.autograd.Function):
+    """:func:`talking_heads_fused` in training: forward as the composition, backward from the saved q, k, v and
+    ``P`` only (``A = Ww P + bw`` and ``S = (s q) k^T`` are recomputed, one pass and one batched product). Inputs
+    share one dtype; differentiable once."""
+
+    @staticmethod
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, proj_l_weight: Tensor, proj_l_bias: Tensor,
+                proj_w_weight: Tensor, proj_w_bias: Tensor) -> Tensor:
+        probs = _fused_probabilities(q, k, proj_l_weight, proj_l_bias)
+        ctx.save_for_backward(q, k, v, probs, proj_l_weight, proj_w_weight, proj_w_bias)
+        return _mix_heads_flat(proj_w_weight, proj_w_bias, probs) @ v
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+        q, k, v, probs, proj_l_weight, proj_w_weight, proj_w_bias = ctx.saved_tensors
+        need_q, need_k, need_v, need_wl, need_bl, need_ww, need_bw = ctx.needs_input_grad
+        batch, heads = probs.shape[:2]
+        grad_v = _mix_heads_flat(proj_w_weight, proj_w_bias, probs).transpose(-2, -1) @ grad if need_v else None
+        grad_weights = (grad @ v.transpose(-2, -1)).view(batch, heads, -1)  # dA
+        flat_probs = probs.view(batch, heads, -1)
+        grad_ww = torch.bmm(grad_weights, flat_probs.transpose(1, 2)).sum(0) if need_ww else None
+        grad_bw = grad_weights.sum((0, 2)) if need_bw else None
+        grad_probs = torch.bmm(proj_w_weight.t().expand(batch, heads, heads), grad_weights).view(probs.shape)
+        del grad_weights
+        grad_logits = torch._softmax_backward_data(grad_probs, probs, -1, probs.dtype).view(batch, heads, -1)
+        del grad_probs
+        scale = q.shape[-1] ** -0.5
+        scaled_q = q * scale
+        grad_wl = torch.bmm(grad_logits, (scaled_q @ k.transpose(-2, -1)).view(batch, heads, -1).transpose(1, 2)
+                            ).sum(0) if need_wl else None
+        grad_bl = grad_logits.sum((0, 2)) if need_bl else None
+        grad_scores = torch.bmm(proj_l_weight.t().expand(batch, heads, heads), grad_logits).view(probs.shape)
+        grad_q = (grad_scores @ k).mul_(scale) if need_q else None
+        grad_k = grad_scores.transpose(-2, -1) @ scaled_q if need_k else None
+        return grad_q, grad_k, grad_v, grad_wl, grad_bl, grad_ww, grad_bw
+
+
+def talking_heads_fused(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear) -> Tensor:
+    """The explicit path without masks on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, N, d)``, head mixings as
+    batched matrix products, and in training (grad enabled, not under autocast or ``torch.compile``)
+    :class:`_FusedTalkingHeads`, which keeps one ``(B, heads, N, N)`` tensor for backward (module docstring)."""
+    device = q.device.type
+    if torch.is_grad_enabled() and not torch.is_autocast_enabled(device) and not torch.compiler.is_compiling():
+        return _FusedTalkingHeads.apply(q, k, v, proj_l.weight, proj_l.bias, proj_w.weight, proj_w.bias)
+    probs = _fused_probabilities(q, k, proj_l.weight, proj_l.bias)
+    return _mix_heads_flat(proj_w.weight, proj_w.bias, probs) @ v
 
 
 def talking_heads_sdpa(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear,
@@ -148,9 +222,14 @@ class TalkingHeadsAttention(SelfAttention):
                                        'heads.')
         num_tokens, embed_dims = x.shape[1:]
         q, k, v = self.project_heads(x, rope_angles, rotation)
-        explicit = self.impl == 'explicit' or (self.impl == 'auto' and num_tokens <= embed_dims)
         causal = self.mask_mode == 'causal'
-        if explicit or explicit_attention_requested():
+        if explicit_attention_requested() or self.impl == 'explicit':
+            explicit = True
+        elif self.impl == 'auto' and attn_bias is None and not causal and num_tokens <= 2 * embed_dims:
+            return self.merge_heads(talking_heads_fused(q, k, v, self.proj_l, self.proj_w))
+        else:
+            explicit = self.impl == 'auto' and num_tokens <= embed_dims
+        if explicit:
             out = talking_heads_explicit(q, k, v, self.proj_l, self.proj_w, attn_bias, probe=self.attn_probe,
                                          causal=causal)
         else:
@@ -162,4 +241,4 @@ class TalkingHeadsAttention(SelfAttention):
 
 
 __all__ = ['TALKING_HEADS_IMPLS', 'TALKING_HEADS_MASK_MODES', 'TalkingHeadsAttention', 'causal_key_mask',
-           'talking_heads_explicit', 'talking_heads_sdpa']
+           'talking_heads_explicit', 'talking_heads_fused', 'talking_heads_sdpa']

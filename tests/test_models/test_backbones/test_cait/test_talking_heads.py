@@ -10,6 +10,7 @@ from mmcausal.models.backbones.cait import (
     TalkingHeadsAttention,
     talking_heads,
     talking_heads_explicit,
+    talking_heads_fused,
     talking_heads_sdpa,
 )
 from mmcausal.models.layers import record_attention
@@ -76,6 +77,46 @@ def test_both_paths_equal_the_formula_values_and_gradients(path, causal, tokens,
     ref_grads = torch.autograd.grad(ref, tensors, grad)
     for name, got, want in zip(('q', 'k', 'v', 'Wl', 'Ww', 'bw'), grads, ref_grads):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9, msg=name)
+
+
+@pytest.mark.parametrize('tokens', [1, 7, 50])
+def test_the_fused_path_equals_the_formula_values_and_gradients_in_training_and_inference(tokens):
+    """Its autograd function (grad enabled) and its composition (no grad) give the formula's values; the function's
+    own backward gives the formula's gradients of every input and mixer parameter (``proj_l``'s bias: zero)."""
+    proj_l, proj_w = _mixers(4)
+    q, k, v = _qkv(2, 4, tokens, 8)
+    out = talking_heads_fused(q, k, v, proj_l, proj_w)
+    assert out.grad_fn.name() == '_FusedTalkingHeadsBackward'
+    ref = formula(q, k, v, proj_l, proj_w)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    with torch.no_grad():
+        torch.testing.assert_close(talking_heads_fused(q, k, v, proj_l, proj_w), ref, rtol=1e-10, atol=1e-10)
+    grad = torch.randn_like(out)
+    tensors = [q, k, v, proj_l.weight, proj_l.bias, proj_w.weight, proj_w.bias]
+    grads = torch.autograd.grad(out, tensors, grad)
+    ref_grads = torch.autograd.grad(ref, tensors, grad)
+    for name, got, want in zip(('q', 'k', 'v', 'Wl', 'bl', 'Ww', 'bw'), grads, ref_grads):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9, msg=name)
+    q.requires_grad_(False)  # a frozen input gets no gradient, the others stay exact
+    grads = torch.autograd.grad(talking_heads_fused(q, k, v, proj_l, proj_w), [k, v], grad)
+    for got, want in zip(grads, ref_grads[1:3]):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_the_fused_path_keeps_one_heads_by_tokens_squared_tensor_for_backward():
+    """Backward keeps q, k, v (views of the projection's output) and the softmax output only: one ``h x N x N``
+    tensor, where the explicit path's autograd keeps three (and the scaled q)."""
+    heads, tokens, head_dim = 4, 64, 8
+    module = TalkingHeadsAttention(heads * head_dim, heads)
+    x = torch.randn(1, tokens, heads * head_dim, requires_grad=True)
+    for impl, squares in (('auto', 1), ('explicit', 3)):
+        module.impl = impl
+        saved = {}
+        with torch.autograd.graph.saved_tensors_hooks(
+                lambda t: saved.setdefault(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) and t,
+                lambda t: t):
+            module(x)
+        assert sum(size >= heads * tokens ** 2 * 4 for size in saved.values()) == squares, (impl, saved)
 
 
 @pytest.mark.parametrize('path', sorted(PATHS))
@@ -145,17 +186,21 @@ def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
     torch.testing.assert_close(weights.sum(-1), expected.view(1, 4, 1).expand(2, 4, 10), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize('tokens,expected', [(32, 'explicit'), (33, 'sdpa')])
-def test_auto_takes_the_explicit_path_while_tokens_do_not_exceed_the_width(monkeypatch, tokens, expected):
+@pytest.mark.parametrize('tokens,masked,expected', [(64, False, 'fused'), (65, False, 'sdpa'),
+                                                     (32, True, 'explicit'), (33, True, 'sdpa')])
+def test_auto_takes_the_path_that_keeps_least_for_backward(monkeypatch, tokens, masked, expected):
+    """Unmasked: the fused path (one ``h N^2`` tensor kept) while ``N <= 2C`` (the SDPA path keeps ``2 h N C``);
+    with a key mask the explicit path while ``N <= C``; the SDPA path beyond."""
     module = TalkingHeadsAttention(32, 4)
     assert module.impl == 'auto'
     called = []
-    for name in ('explicit', 'sdpa'):
+    for name in ('explicit', 'fused', 'sdpa'):
         original = getattr(talking_heads, f'talking_heads_{name}')
         monkeypatch.setattr(talking_heads, f'talking_heads_{name}',
                             lambda *args, _name=name, _original=original, **kwargs: called.append(_name) or
                             _original(*args, **kwargs))
-    module(torch.randn(1, tokens, 32))
+    module.attend(torch.randn(1, tokens, 32),
+                  attn_bias=torch.ones(1, 1, 1, tokens, dtype=torch.bool) if masked else None)
     assert called == [expected]
 
 

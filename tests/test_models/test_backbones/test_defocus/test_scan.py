@@ -44,6 +44,28 @@ def test_every_pure_pytorch_implementation_equals_the_oracle(impl):
     torch.testing.assert_close(selective_scan(*operands, impl=impl), sequential_scan(*operands), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize('length,chunk_size', [(64, 8), (7, 7)])
+def test_chunked_scan_takes_each_decay_once_per_pass(length, chunk_size):
+    """Forward and backward each take ``exp(delta_t A)`` once per position (plus one per-chunk decay when there are
+    several chunks): ``2 L`` exponentials of that shape in all, not one per sweep."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class CountExp(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls += func is torch.ops.aten.exp.default
+            return func(*args, **(kwargs or {}))
+
+    operands = _operands(length)
+    with CountExp() as counter:
+        chunked_selective_scan(*operands, chunk_size=chunk_size).sum().backward()
+    chunk_decays = 2 if length > chunk_size else 0
+    assert counter.calls == 2 * chunk_size + chunk_decays
+
+
 def test_chunked_scan_passes_gradcheck():
     u, delta, A, B, C = _operands(11, batch=1, channels=3, states=2)
     assert torch.autograd.gradcheck(lambda *x: chunked_selective_scan(*x, chunk_size=4), (u, delta, A, B, C))
