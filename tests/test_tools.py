@@ -133,6 +133,31 @@ def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
                for row in rows)
 
 
+def test_benchmark_measures_a_generation_config_by_its_diffusion_network(monkeypatch):
+    """A DiT / SiT config: ``--backbone-only`` times ``network(x, t, y)`` on random latents of the given grid with
+    timesteps and labels in range (the whole model is refused in one line: it has no image forward)."""
+    from mmcausal.models import DiffusionTransformer
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    twin = 'configs/dit_llama/dit-llama-nano-p2_1xb32-2ki_shapes-32px.py'
+    seen = []
+    forward = DiffusionTransformer.forward
+
+    def record(self, x, t, y):
+        out = forward(self, x, t, y)
+        seen.append((tuple(x.shape), bool(0 <= t.min() and t.max() < 1000), bool(y.max() < self.num_classes),
+                     tuple(out.shape)))
+        return out
+
+    monkeypatch.setattr(DiffusionTransformer, 'forward', record)
+    for block in ('llama', 'dit'):
+        row = benchmark.measure(f'{twin}+model.network.block={block}', '6x10', 2, 1, backbone_only=True, train=True,
+                                device='cpu')
+        assert row['params'] > 0 and row['saved_mib'] > 0
+    assert seen and all(case == ((2, 4, 6, 10), True, True, (2, 4, 6, 10)) for case in seen)
+    with pytest.raises(SystemExit, match='--backbone-only'):
+        benchmark.build_model(twin, backbone_only=False)
+
+
 def test_benchmark_amp_runs_the_step_in_bfloat16():
     """``--amp``: the timed step runs under bf16 autocast (the attention inputs are bf16), fp32 without it."""
     benchmark = _load_tool('tools/analysis_tools/benchmark.py')

@@ -32,6 +32,14 @@ session). ``--batch`` takes several sizes: every case at each. Example (the CaiT
         configs/cait/cait-s24_8xb128-400e_in1k.py+model.backbone.attn_impl=explicit \\
         mmpretrain::deit/deit-small_4xb256_in1k.py --sizes 224 512 --backbone-only --train
 
+A generation config (DiT / SiT, ``configs/dit_llama``, ``configs/sit_llama``) is measured by its diffusion network
+(``--backbone-only``): ``network(x, t, y)`` on random latents whose grid is the size given (32 for 256 px images
+through the SD-VAE), random timesteps and labels; a DDPM-250 sample with guidance costs 250 inference steps at twice
+the batch. DiT-LLaMA-B/4 beside DiT-B/4 (issue 31, section 7)::
+
+    python tools/analysis_tools/benchmark.py configs/dit_llama/dit-base-p4_8xb32-400k_in1k-256px.py \
+        configs/dit_llama/dit-llama-base-p4_8xb32-400k_in1k-256px.py --sizes 32 --backbone-only --train
+
 ONNX Runtime against eager and compiled PyTorch (batch 1 and 8, interleaved rounds)::
 
     python tools/analysis_tools/benchmark.py configs/illama/illama-small-p16_32xb128_in1k.py --sizes 224 \\
@@ -104,6 +112,10 @@ def build_model(spec: str, backbone_only: bool) -> torch.nn.Module:
     scope = cfg.get('default_scope', 'mmpretrain')
     init_default_scope(scope)
     models = importlib.import_module(f'{scope}.registry').MODELS  # the library's registry (it sees mmcausal's)
+    if 'network' in cfg.model:  # a generation config (DiT / SiT): its diffusion network is what trains and samples
+        if not backbone_only:
+            raise SystemExit(f'{spec}: a generation config is measured by its diffusion network: add --backbone-only.')
+        return models.build(cfg.model.network)
     model_cfg = cfg.model.backbone if backbone_only else cfg.model
     model_cfg.pop('init_cfg', None)
     if not backbone_only:
@@ -111,8 +123,23 @@ def build_model(spec: str, backbone_only: bool) -> torch.nn.Module:
     return models.build(model_cfg)
 
 
-def _outputs(model: torch.nn.Module, images: torch.Tensor, backbone_only: bool):
-    outs = model(images) if backbone_only else model(images, mode='tensor')
+def is_diffusion_network(model: torch.nn.Module) -> bool:
+    """Whether ``model`` is a class-conditional diffusion network, called as ``model(x, t, y)``."""
+    return hasattr(model, 'forward_with_cfg')
+
+
+def example_inputs(model: torch.nn.Module, batch: int, size: Tuple[int, int], device: str) -> Tuple[torch.Tensor, ...]:
+    """Random ``(batch, 3, H, W)`` images, or for a diffusion network random latents ``(batch, C, H, W)`` (``size`` is
+    then the latent grid: 32 for 256 px images through the SD-VAE), timesteps in ``[0, 1000)`` and labels."""
+    if not is_diffusion_network(model):
+        return (torch.randn(batch, 3, *size, device=device), )
+    return (torch.randn(batch, model.in_channels, *size, device=device),
+            torch.randint(0, 1000, (batch, ), device=device),
+            torch.randint(0, model.num_classes, (batch, ), device=device))
+
+
+def _outputs(model: torch.nn.Module, inputs: Tuple[torch.Tensor, ...], backbone_only: bool):
+    outs = model(*inputs) if backbone_only else model(*inputs, mode='tensor')
     return outs if isinstance(outs, (tuple, list)) else (outs, )
 
 
@@ -166,7 +193,11 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
     module.train(train)  # not chained: some upstream backbones' train() returns None
     params = sum(p.numel() for p in module.parameters())
     model = torch.compile(module) if compile else module
-    images = torch.randn(batch, 3, *parse_size(size), device=device)
+    inputs = example_inputs(module, batch, parse_size(size), device)
+    images = inputs[0]
+    if onnxruntime and is_diffusion_network(module):
+        raise SystemExit(f'{spec}: --onnxruntime measures image models; export a diffusion network with '
+                         'tools/deployment/pytorch2onnx.py --network.')
     if onnxruntime:
         key = hashlib.sha1(f'{spec}|{size}|{batch}|{backbone_only}'.encode()).hexdigest()[:16]
         run_session = onnxruntime_step(module, images, backbone_only,
@@ -178,11 +209,11 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
             return
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
             if train:
-                sum(out.float().square().mean() for out in _outputs(model, images, backbone_only)).backward()
+                sum(out.float().square().mean() for out in _outputs(model, inputs, backbone_only)).backward()
                 module.zero_grad(set_to_none=True)
             else:
                 with torch.no_grad():
-                    _outputs(model, images, backbone_only)
+                    _outputs(model, inputs, backbone_only)
         if device == 'cuda':
             torch.cuda.synchronize()
 
@@ -208,7 +239,7 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
                activation_mib=(peak - before) / 2**20)
     if train:  # after the timed steps: this forward's graph leaves the peak above untouched
         with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
-            row['saved_mib'] = saved_for_backward(module, lambda: _outputs(model, images, backbone_only)) / 2**20
+            row['saved_mib'] = saved_for_backward(module, lambda: _outputs(model, inputs, backbone_only)) / 2**20
     return row
 
 
