@@ -46,9 +46,10 @@ class AutoencoderReconstruction(BaseModel):
     def loss(self, inputs: Tensor, data_samples: Optional[List[DataSample]] = None) -> Dict[str, Tensor]:
         """``loss``: the pixel MSE of the reconstructions of ``inputs`` ``(B, 3, H, W)`` in ``[-1, 1]``."""
         latents = self.autoencoder.encode(inputs)
+        reconstructions = self.autoencoder.decode(latents)  # with the scale it encoded with, before it moves
         if self.training:
             self._track_scale(latents.detach() / self.autoencoder.scale)
-        return dict(loss=F.mse_loss(self.autoencoder.decode(latents), inputs), scale=self.autoencoder.scale.clone())
+        return dict(loss=F.mse_loss(reconstructions, inputs), scale=self.autoencoder.scale.clone())
 
     @torch.no_grad()
     def _track_scale(self, unscaled: Tensor) -> None:

@@ -140,6 +140,18 @@ def test_autoencoder_reconstruction_trains_and_tracks_one_over_the_latent_std():
         assert torch.equal(model.autoencoder.scale, scale)  # evaluation does not move it
 
 
+def test_autoencoder_reconstruction_loss_does_not_depend_on_the_scale_it_tracks():
+    """A training step decodes with the scale it encoded with: its loss is the MSE of decoder(encoder(x)), however
+    far the step moves the scale (here from 1 to 1 / the std of the first batch's latents)."""
+    model = AutoencoderReconstruction(dict(type='TinyAutoencoder', channels=(8, 16)), scale_momentum=1.)
+    images = _blurred_images()
+    loss = model(images, mode='loss')['loss']
+    with torch.no_grad():
+        expected = torch.nn.functional.mse_loss(model.autoencoder.decoder(model.autoencoder.encoder(images)), images)
+    assert model.autoencoder.scale.item() != pytest.approx(1.)  # the step moved the scale
+    torch.testing.assert_close(loss, expected)
+
+
 def test_autoencoder_reconstruction_needs_an_autoencoder_with_a_scale():
     with pytest.raises(UserInputError, match='scale buffer'):
         AutoencoderReconstruction(dict(type='PixelSpace'))
