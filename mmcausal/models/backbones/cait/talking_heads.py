@@ -150,6 +150,14 @@ class _FusedTalkingHeads(torch.autograd.Function):
         return grad_q, grad_k, grad_v, grad_wl, grad_bl, grad_ww, grad_bw
 
 
+def fused_function_applies(device: str) -> bool:
+    """Whether :func:`talking_heads_fused` keeps at most one ``(B, heads, N, N)`` tensor for backward: always without
+    grad; with grad only through :class:`_FusedTalkingHeads`, which runs outside autocast and ``torch.compile``
+    (under them the composition would keep several ``N x N`` tensors, so ``'auto'`` takes the other paths there: the
+    AMP recipes at 384 px keep SDPA's ``2 h N C``)."""
+    return not torch.is_grad_enabled() or not (torch.is_autocast_enabled(device) or torch.compiler.is_compiling())
+
+
 def talking_heads_fused(q: Tensor, k: Tensor, v: Tensor, proj_l: nn.Linear, proj_w: nn.Linear) -> Tensor:
     """The explicit path without masks on ``(B, heads, N, d)`` q/k/v -> ``(B, heads, N, d)``, head mixings as
     batched matrix products, and in training (grad enabled, not under autocast or ``torch.compile``)
@@ -225,7 +233,8 @@ class TalkingHeadsAttention(SelfAttention):
         causal = self.mask_mode == 'causal'
         if explicit_attention_requested() or self.impl == 'explicit':
             explicit = True
-        elif self.impl == 'auto' and attn_bias is None and not causal and num_tokens <= 2 * embed_dims:
+        elif (self.impl == 'auto' and attn_bias is None and not causal and num_tokens <= 2 * embed_dims
+              and fused_function_applies(q.device.type)):
             return self.merge_heads(talking_heads_fused(q, k, v, self.proj_l, self.proj_w))
         else:
             explicit = self.impl == 'auto' and num_tokens <= embed_dims

@@ -204,6 +204,25 @@ def test_auto_takes_the_path_that_keeps_least_for_backward(monkeypatch, tokens, 
     assert called == [expected]
 
 
+def test_auto_under_autocast_training_keeps_the_paths_that_need_no_fused_function(monkeypatch):
+    """Under autocast with grad (the AMP recipes) the fused function does not run, and its composition would keep
+    several ``N x N`` tensors: 'auto' takes the explicit path while ``N <= C`` and SDPA beyond, as without it; without
+    grad (inference under autocast) the fused composition keeps nothing and stays."""
+    module = TalkingHeadsAttention(32, 4)
+    called = []
+    for name in ('explicit', 'fused', 'sdpa'):
+        original = getattr(talking_heads, f'talking_heads_{name}')
+        monkeypatch.setattr(talking_heads, f'talking_heads_{name}',
+                            lambda *args, _name=name, _original=original, **kwargs: called.append(_name) or
+                            _original(*args, **kwargs))
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        for tokens in (32, 64):
+            module.attend(torch.randn(1, tokens, 32))
+        with torch.no_grad():
+            module.attend(torch.randn(1, 64, 32))
+    assert called == ['explicit', 'sdpa', 'fused']
+
+
 def test_causal_module_paths_agree_and_each_output_ignores_later_tokens():
     """``mask_mode='causal'``: the SDPA path (causal kernel, cumulative ``bw`` term) equals the explicit one, whose
     mixed weights ``A`` are zero above the diagonal and whose rows sum to ``sum_g Ww[h, g] + (t + 1) bw[h]``; output
