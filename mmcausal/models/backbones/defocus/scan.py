@@ -134,15 +134,20 @@ class _ChunkedScan(torch.autograd.Function):
     rebuilds the states of the layer in backward; every step works on one ``(b, c, E, N)`` slice."""
 
     @staticmethod
-    def forward(ctx, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, size: int) -> Tensor:
+    def forward(ctx, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, size: int,
+                keep_decays: bool) -> Tensor:
         ops = _chunk(u, delta, A, B, C, size)
         entering = ops.zero_state()
         decays = [None] * size
+        # keep_decays (when a backward will run): step 1's decays are kept for step 3 (one exponential per position,
+        # not two), as the backward holds every position's decay anyway; without grad they would be a (b, L, E, N)
+        # peak, so step 3 takes them again
         if ops.x.shape[1] > 1:
             state = entering
             for index in range(size):  # 1. final local state of every chunk, all chunks at once
-                decays[index] = ops.decay(index)  # kept for step 3 (one exponential per position, not two)
-                state = ops.step(state, index, decays[index])
+                decay = ops.decay(index)
+                decays[index] = decay if keep_decays else None
+                state = ops.step(state, index, decay)
             entering = _carry(state, _chunk_decay(ops))  # 2. the state entering each chunk
         state, outputs = entering, []
         for index in range(size):  # 3. every chunk from its entering state, with outputs y_t = h_t C_t
@@ -197,7 +202,7 @@ class _ChunkedScan(torch.autograd.Function):
         grad_u = (grad_x * ops.delta.squeeze(-1)).flatten(1, 2)[:, :length]
         grad_delta = (torch.stack(grad_decay_rate, dim=2) + grad_x * ops.u).flatten(1, 2)[:, :length]
         return (grad_u.to(u.dtype), grad_delta.to(delta.dtype), grad_A.to(A.dtype), unchunk(grad_B, B).to(B.dtype),
-                unchunk(grad_C, C).to(C.dtype), None)
+                unchunk(grad_C, C).to(C.dtype), None, None)
 
 
 def chunked_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor,
@@ -219,7 +224,8 @@ def chunked_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Te
     length = u.shape[1]
     size = min(chunk_size or math.ceil(2 * math.sqrt(length)), length)
     with torch.autocast(u.device.type, enabled=False):  # an fp32 scan also inside a bf16 / fp16 autocast region
-        return _ChunkedScan.apply(u, delta, A, B, C, size)
+        keep_decays = torch.is_grad_enabled() and any(x.requires_grad for x in (u, delta, A, B, C))
+        return _ChunkedScan.apply(u, delta, A, B, C, size, keep_decays)
 
 
 def _mamba_ssm_scan(kernel: Callable, u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:

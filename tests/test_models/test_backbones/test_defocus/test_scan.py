@@ -64,6 +64,11 @@ def test_chunked_scan_takes_each_decay_once_per_pass(length, chunk_size):
         chunked_selective_scan(*operands, chunk_size=chunk_size).sum().backward()
     chunk_decays = 2 if length > chunk_size else 0
     assert counter.calls == 2 * chunk_size + chunk_decays
+    # without grad the forward keeps no decay of every position (a (b, L, E, N) peak at long sequences): the
+    # third step takes them again
+    with CountExp() as counter, torch.no_grad():
+        chunked_selective_scan(*operands, chunk_size=chunk_size)
+    assert counter.calls == (2 * chunk_size + 1 if length > chunk_size else chunk_size)
 
 
 def test_chunked_scan_passes_gradcheck():
