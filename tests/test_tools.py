@@ -265,6 +265,25 @@ def test_scan_benchmark_reports_a_case_over_its_memory_cap_as_out_of_memory():
     assert result.stdout.strip().splitlines()[-1] == '| 2x1025x256 | chunked | auto | out of memory |'
 
 
+def test_benchmark_tools_refuse_bad_options_in_one_line(monkeypatch):
+    """A scan memory cap that is not positive, timm keyword arguments without a value and an unknown timm model
+    (timm stubbed) stop with one line that says what to change."""
+    scan = _load_tool('tools/analysis_tools/benchmark_scan.py')
+    with pytest.raises(SystemExit):
+        scan.parse_args(['--memory-limit-gib', '0'])
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+
+    def create_model(name, pretrained, **kwargs):
+        raise RuntimeError(f'Unknown model ({name})')
+
+    monkeypatch.setitem(sys.modules, 'timm', type(sys)('timm'))
+    monkeypatch.setattr(sys.modules['timm'], 'create_model', create_model, raising=False)
+    for spec, expected in (('timm::resnet18+drop_path_rate', r'\+key=value'), ('timm::resnet1', 'has no model')):
+        with pytest.raises(SystemExit, match=expected) as exit_info:
+            benchmark.build_model(spec, backbone_only=True)
+        assert '\n' not in str(exit_info.value)
+
+
 def test_benchmark_runs_a_timm_model_beside_a_config():
     """A ``timm::`` spec is timm's model (here stubbed: timm is optional) built with the spec's keyword arguments,
     ``num_classes=0`` with ``--backbone-only``, called as a classifier is."""

@@ -3,7 +3,7 @@
 Each classification, segmentation and detection twin of every family (every evaluated ``configs/*/*_shapes-*``
 config; pre-training twins such as MAE have no metric) is trained from scratch through ``tools/train.py`` on the
 generator's independent third style (``style='v3'``: either contrast polarity per image, any rotation, noisy
-gradient backgrounds, random fill and outline colours; drawn with a seed no recipe was tuned on), with only the
+gradient backgrounds, random fill and outline colours; seed 3, see conftest's ``shapes_v3_root``), with only the
 data root changed. It must reach top-1 >= 35 % (chance 25 %), mIoU >= 30 or bbox mAP >= 0.2, the training loss
 must fall, and an evaluation must never come back empty. A new family's twin joins by existing. v3 replaced the
 second style, v2, whose images all have one contrast (dark shapes on light backgrounds); the twins listed in

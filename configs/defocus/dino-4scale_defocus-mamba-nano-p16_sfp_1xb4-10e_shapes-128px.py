@@ -51,7 +51,7 @@ test_dataloader = val_dataloader
 val_evaluator = {{_base_.shapes_det_val_evaluator}}
 test_evaluator = val_evaluator
 
-# 10 epochs of 64 images at 4 per step = 160 iterations (the other detection twins: 12); lr x 0.1 after epoch 8.
+# 10 epochs of 64 images at 4 per step = 160 iterations (the other detection twins: 36); lr x 0.1 after epoch 8.
 max_epochs = 10
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)  # exact resume (the full config's loop)
 optim_wrapper = dict(optimizer=dict(lr=1e-3), clip_grad=dict(max_norm=1.0))

@@ -521,6 +521,13 @@ def test_cli_style_v3(tmp_path):
     assert load_json(str(out / 'imagenet' / 'shapes_meta.json'))['params']['style'] == 'v3'
 
 
+def test_cli_refuses_an_empty_coco_validation_set_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, CLI, '--out', str(tmp_path), '--which', 'coco', '--coco-val', '0'],
+                            cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].endswith('got 0')
+    assert not (tmp_path / 'coco').exists()
+
+
 def test_cli_draws_the_twin_transfer_test_data(tmp_path):
     """``--style v3 --seed 3 --coco-val 48``: the draw of tests/test_twin_transfer.py (conftest's shapes_v3_root)."""
     out = tmp_path / 'shapes'

@@ -90,14 +90,24 @@ def build_timm_model(spec: str, backbone_only: bool) -> torch.nn.Module:
     """``timm::NAME[+key=value ...]``: ``timm.create_model(NAME, pretrained=False, key=value, ...)`` (an independent
     implementation to measure beside ours); ``backbone_only``: without the classifier (``num_classes=0``, so a
     CaiT ends at its normed class feature, as our ``CaiT`` backbone with ``out_type='cls_token'``)."""
-    import timm  # optional (requirements/optional.txt): only for these specs
+    try:
+        import timm  # optional (requirements/optional.txt): only for these specs
+    except ImportError:
+        raise SystemExit(f'{spec} needs timm: pip install -r requirements/optional.txt') from None
     from mmengine.config import DictAction
 
     name, *overrides = spec[len('timm::'):].split('+')
+    if not all('=' in override for override in overrides):
+        raise SystemExit(f'{spec}: write each timm keyword argument as +key=value.')
     options = argparse.ArgumentParser()
     options.add_argument('opts', nargs='*', action=DictAction, default={})
     kwargs = dict(options.parse_args(overrides).opts, **(dict(num_classes=0) if backbone_only else {}))
-    return TimmModel(timm.create_model(name, pretrained=False, **kwargs))
+    try:
+        return TimmModel(timm.create_model(name, pretrained=False, **kwargs))
+    except RuntimeError as error:
+        if 'Unknown model' not in str(error):
+            raise
+        raise SystemExit(f'{spec}: timm has no model {name!r} (timm.list_models() lists them).') from None
 
 
 def build_model(spec: str, backbone_only: bool) -> torch.nn.Module:
@@ -130,7 +140,8 @@ def is_diffusion_network(model: torch.nn.Module) -> bool:
 
 def example_inputs(model: torch.nn.Module, batch: int, size: Tuple[int, int], device: str) -> Tuple[torch.Tensor, ...]:
     """Random ``(batch, 3, H, W)`` images, or for a diffusion network random latents ``(batch, C, H, W)`` (``size`` is
-    then the latent grid: 32 for 256 px images through the SD-VAE), timesteps in ``[0, 1000)`` and labels."""
+    then the latent grid: 32 for 256 px images through the SD-VAE), timesteps in ``[0, 1000)`` (DDPM's; a SiT network
+    reads ``t`` in ``[0, 1]``, which changes no cost) and labels."""
     if not is_diffusion_network(model):
         return (torch.randn(batch, 3, *size, device=device), )
     return (torch.randn(batch, model.in_channels, *size, device=device),

@@ -16,6 +16,7 @@ taking the machine's memory from other jobs. ``checksum`` is the sum of the scan
 give the same value in every implementation.
 """
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -112,6 +113,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.repeats < 1:
         parser.error('--rounds and --repeats must be at least 1')
+    if args.memory_limit_gib is not None and args.memory_limit_gib <= 0:
+        parser.error(f'--memory-limit-gib must be positive, got {args.memory_limit_gib}')
+    if 'mambapy' in args.impls and importlib.util.find_spec('mambapy') is None:
+        parser.error('--impls mambapy needs mambapy: pip install -r requirements/optional.txt')
     return args
 
 
@@ -123,7 +128,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     cases = [(shape, impl, chunk) for shape in args.shapes for impl in args.impls
              for chunk in (args.chunks if impl == 'chunked' else ['-'])]
     runs: Dict[Tuple[str, str, str], List[dict]] = {case: [] for case in cases}
-    limit = ['--memory-limit-gib', str(args.memory_limit_gib)] if args.memory_limit_gib else []
+    limit = ['--memory-limit-gib', str(args.memory_limit_gib)] if args.memory_limit_gib is not None else []
     for _ in range(args.rounds):
         for case in cases:
             child = subprocess.run([sys.executable, __file__, '--repeats', str(args.repeats), *limit,

@@ -50,7 +50,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--style', choices=('v1', 'v2', 'v3'), default='v1',
                         help='v1: the embedded data (default); v2, v3: independent draws with other statistics')
     parser.add_argument('--coco-val', type=int, default=16, help='COCO validation images (default: 16)')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.coco_val < 1:
+        parser.error(f'--coco-val must be at least 1 (the COCO validation images), got {args.coco_val}')
+    return args
 
 
 def describe(name: str, summary: dict) -> str:

@@ -178,7 +178,8 @@ class TinyAutoencoder(LatentAutoencoder):
         checkpoint: a checkpoint of :class:`~mmcausal.models.generation.AutoencoderReconstruction` (its
             ``autoencoder.*`` weights and scale) that :meth:`init_weights` loads: a generator trains on the latents of
             an autoencoder trained before. Read only by ``init_weights`` (the runner's at the start of training), so
-            building the model or loading a generator checkpoint, which holds these weights, does not need the file.
+            building the model or loading a generator checkpoint (``sample.py``, ``test.py``), which holds these
+            weights, does not need the file; training does, a ``--resume`` too (the runner initialises first).
     """
 
     def __init__(self, channels: Sequence[int] = (24, 48, 48), latent_channels: int = 4,

@@ -34,8 +34,9 @@ Two exact paths:
 mixings as batched matrix products over the ``(B, heads, N * N)`` view (no permuted copies) and, in training, one
 autograd function that keeps only q, k, v and the softmax output ``P`` and recomputes ``S`` and ``A`` in backward
 (autograd keeps ``S``, ``P``, ``A`` and the scaled q). CaiT-S24 at 384 px, batch 1, forward + backward on one CPU
-thread: timm's ``cait_s24_384`` (the math of ``'explicit'``) took 1.2x-1.6x its time, the SDPA path 2.3x
-(docs/benchmarks.md).
+thread: timm's ``cait_s24_384`` (the math of ``'explicit'``) took 1.2x-1.6x its time (docs/benchmarks.md), the SDPA
+path 2.3x (a scratch measurement). Only where the autograd function runs (no autocast or ``torch.compile``) does
+``'auto'`` take it in training: elsewhere the composition would keep several ``N x N`` tensors.
 
 Causal (``mask_mode='causal'``, query ``t`` sees keys ``s <= t``) is exact with both mixings: the mask is the key mask
 ``s <= t``, applied after the pre-softmax mix, so ``P_h`` is zero above the diagonal; ``proj_w`` mixes those zeros
