@@ -186,6 +186,17 @@ def test_module_paths_agree_and_the_probe_sees_the_mixed_weights():
     torch.testing.assert_close(weights.sum(-1), expected.view(1, 4, 1).expand(2, 4, 10), rtol=1e-10, atol=1e-10)
 
 
+def _record_paths(monkeypatch) -> list:
+    """The names of the talking-heads paths (explicit, fused, sdpa) that run, in order, from now on."""
+    called = []
+    for name in ('explicit', 'fused', 'sdpa'):
+        original = getattr(talking_heads, f'talking_heads_{name}')
+        monkeypatch.setattr(talking_heads, f'talking_heads_{name}',
+                            lambda *args, _name=name, _original=original, **kwargs: called.append(_name) or
+                            _original(*args, **kwargs))
+    return called
+
+
 @pytest.mark.parametrize('tokens,masked,expected', [(64, False, 'fused'), (65, False, 'sdpa'),
                                                      (32, True, 'explicit'), (33, True, 'sdpa')])
 def test_auto_takes_the_path_that_keeps_least_for_backward(monkeypatch, tokens, masked, expected):
@@ -193,12 +204,7 @@ def test_auto_takes_the_path_that_keeps_least_for_backward(monkeypatch, tokens, 
     with a key mask the explicit path while ``N <= C``; the SDPA path beyond."""
     module = TalkingHeadsAttention(32, 4)
     assert module.impl == 'auto'
-    called = []
-    for name in ('explicit', 'fused', 'sdpa'):
-        original = getattr(talking_heads, f'talking_heads_{name}')
-        monkeypatch.setattr(talking_heads, f'talking_heads_{name}',
-                            lambda *args, _name=name, _original=original, **kwargs: called.append(_name) or
-                            _original(*args, **kwargs))
+    called = _record_paths(monkeypatch)
     module.attend(torch.randn(1, tokens, 32),
                   attn_bias=torch.ones(1, 1, 1, tokens, dtype=torch.bool) if masked else None)
     assert called == [expected]
@@ -209,12 +215,7 @@ def test_auto_under_autocast_training_keeps_the_paths_that_need_no_fused_functio
     several ``N x N`` tensors: 'auto' takes the explicit path while ``N <= C`` and SDPA beyond, as without it; without
     grad (inference under autocast) the fused composition keeps nothing and stays."""
     module = TalkingHeadsAttention(32, 4)
-    called = []
-    for name in ('explicit', 'fused', 'sdpa'):
-        original = getattr(talking_heads, f'talking_heads_{name}')
-        monkeypatch.setattr(talking_heads, f'talking_heads_{name}',
-                            lambda *args, _name=name, _original=original, **kwargs: called.append(_name) or
-                            _original(*args, **kwargs))
+    called = _record_paths(monkeypatch)
     with torch.autocast('cpu', dtype=torch.bfloat16):
         for tokens in (32, 64):
             module.attend(torch.randn(1, tokens, 32))
