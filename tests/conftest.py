@@ -13,6 +13,7 @@ def _uses_module_fixture(item) -> bool:
                for defs in item._fixtureinfo.name2fixturedefs.values())
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns the groups into node-id suffixes
 def pytest_collection_modifyitems(config, items) -> None:
     """Run the slow end-to-end tests first, then the other end-to-end ones, then the unit tests (stable order within
     each): with several xdist workers the short tests fill the gaps instead of one long run finishing alone. Tests
