@@ -3,7 +3,7 @@
 # data, size (fixed 128 px batch padding), schedule and lr differ, the 4-conv bbox head is narrow (most of the CPU
 # time at this size), and it runs without AMP (plain OptimWrapper: AMP needs a GPU). It trains from scratch, so the
 # layer decay is mild. 36 epochs (see the schedule block of
-# ../_base_/datasets/shapes_coco.py); bbox mAP 0.268 on the v3 draw of tests/test_twin_transfer.py.
+# ../_base_/datasets/shapes_coco.py); bbox mAP 0.249 on the v3 draw of tests/test_twin_transfer.py.
 _base_ = ['./mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py', '../_base_/datasets/shapes_coco.py']
 
 data_root = {{_base_.shapes_det_data_root}}

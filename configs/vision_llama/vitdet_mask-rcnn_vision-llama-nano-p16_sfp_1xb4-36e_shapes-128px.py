@@ -4,7 +4,7 @@
 # mask head with LN2d), the layer-decay constructor and the iteration-based warmup + step schedule. The data, the
 # size, the schedule and the learning rate are changed: it trains from scratch (no pretrained init), so the layer
 # decay is mild. No AMP (plain OptimWrapper), because AMP needs a GPU. bbox/segm mAP
-# 0.440 / 0.471 on the v3 draw of tests/test_twin_transfer.py (36 epochs; 0.451 / 0.493 on v2 at 12
+# 0.265 / 0.288 on the v3 draw of tests/test_twin_transfer.py (36 epochs; 0.451 / 0.493 on v2 at 12
 # epochs and lr 4e-3).
 # Windows: 128 px / patch 16 gives an 8x8 grid. 3x3 windows pad it to 9x9, so the padding path runs, and blocks 1
 # and 3 are global.
