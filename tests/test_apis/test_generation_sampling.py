@@ -1,9 +1,11 @@
 """tools/generation/sample.py (issue 31 §4): N samples as PNGs and the ADM npz, balanced labels, the same files
-whatever the batch size or the number of processes, resumable, the config's sampling preset overridable."""
+whatever the batch size or the number of processes, resumable, the config's sampling preset overridable; or one
+labelled grid, a row per class."""
 
 import numpy as np
 import pytest
 import torch
+from mmpretrain.structures import DataSample
 from PIL import Image
 
 from analysis_utils import load_tool
@@ -77,3 +79,48 @@ def test_cfg_channels_must_be_an_int_or_all(trained, tmp_path):
         _run(trained, tmp_path, '--cfg-channels', 'three')
     with pytest.raises(SystemExit, match='--vae-decoder sets an SDVAE folder'):
         _run(trained, tmp_path, '--vae-decoder', str(tmp_path))
+
+
+def _grid(trained, out, *options, classes=None):
+    config = trained / 'config.py'
+    if classes is not None:  # the training set names its classes, as the shapes twins' configs do
+        config = out.parent / 'named.py'
+        dataset = dict(type='ImageNet', metainfo=dict(classes=classes))
+        config.write_text((trained / 'config.py').read_text() + f'train_dataloader = dict(dataset={dataset!r})\n')
+    load_tool('sample', 'generation').main([str(config), str(trained / 'iter_1.pth'), '--grid', '--out', str(out),
+                                            *options])
+    return np.asarray(Image.open(out))
+
+
+def test_grid_rows_are_the_samples_of_their_label_named_on_the_left(trained, tmp_path):
+    grid = _grid(trained, tmp_path / 'grid.png', '--labels', '2', '0', '--samples-per-label', '3',
+                 classes=('circle', 'cross', 'square'))
+    cell = 8 + 2  # 8 px samples, 2 px apart
+    margin = grid.shape[1] - (2 + 3 * cell)
+    assert grid.shape == (2 + 2 * cell, margin + 2 + 3 * cell, 3) and margin > 10
+    model = build_model(read_config(str(trained / 'config.py')), str(trained / 'iter_1.pth')).eval()
+    for row, label in enumerate((2, 0)):
+        for column in range(3):
+            index = row * 3 + column  # noise from seed + index, as SampleGridHook draws it
+            (sample, ) = model.predict(None, [DataSample(metainfo=dict(sample_idx=index)).set_gt_label(label)])
+            top, left = 2 + row * cell, margin + 2 + column * cell
+            assert np.array_equal(grid[top:top + 8, left:left + 8], sample.pred_img.permute(1, 2, 0).numpy())
+    names = [grid[2 + row * cell:(row + 1) * cell, :margin] for row in range(2)]
+    assert all((name.min(axis=2) < 100).sum() > 10 for name in names)  # dark text on white, in each row
+    assert not np.array_equal(*names)  # '2 square' and '0 circle'
+    unnamed = _grid(trained, tmp_path / 'unnamed.png', '--labels', '2', '0', '--samples-per-label', '3')
+    assert unnamed.shape[1] < grid.shape[1]  # the label alone where the config names no class
+    np.testing.assert_array_equal(unnamed[:, -(2 + 3 * cell):], grid[:, -(2 + 3 * cell):])
+    assert _grid(trained, tmp_path / 'default.png').shape[0] == 2 + 3 * cell  # every class (up to 8) by default
+
+
+@pytest.mark.parametrize('options,message', [
+    (['--grid', '--out', 'folder'], 'give --out a .png file name'),
+    (['--grid', '--out', 'grid.png', '--labels', '1', '3'], r'--labels must be classes 0 to 2 of this model, got \[3'),
+    (['--grid', '--out', 'grid.png', '--samples-per-label', '0'], '--samples-per-label must be >= 1'),
+    (['--num-samples', '2', '--out', 'folder', '--labels', '1'], '--labels sets the rows of a grid'),
+])
+def test_grid_options_that_cannot_work_end_in_one_line(trained, tmp_path, options, message):
+    options = [str(tmp_path / option) if option in ('folder', 'grid.png') else option for option in options]
+    with pytest.raises(SystemExit, match=message):
+        load_tool('sample', 'generation').main([str(trained / 'config.py'), str(trained / 'iter_1.pth'), *options])

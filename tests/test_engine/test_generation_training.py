@@ -135,7 +135,8 @@ def test_sample_grids_show_the_ema_generator_on_fixed_noise(store, tmp_path, mon
     folder = tmp_path / 'grids' / 'sample_grids'
     assert sorted(path.name for path in folder.iterdir()) == ['iter_3.png', 'iter_6.png', 'iter_8.png']
     last = np.asarray(Image.open(folder / 'iter_8.png'))
-    assert last.shape == (2 + 2 * 34, 2 + 3 * 34, 3)  # 2 rows x 3 columns of 32 px images, 2 px padding
+    # 2 rows x 3 columns of 32 px images, 2 px padding, after the rows' names
+    assert last.shape[0] == 2 + 2 * 34 and last.shape[1] > 2 + 3 * 34
     ema_model = _ema_hook(runner).ema_model.module
     assert np.array_equal(last, SampleGridHook(labels=[0, 3], samples_per_label=3).grid(ema_model))
     live = SampleGridHook(labels=[0, 3], samples_per_label=3, use_ema=False).grid(runner.model)
@@ -174,6 +175,6 @@ def test_generator_trains_with_every_adaln_block_an_fsdp_unit(tmp_path):
         loss.backward()
         assert torch.isfinite(loss) and all(p.grad is not None for p in sharded.parameters() if p.requires_grad)
         grid = SampleGridHook(labels=[1, 2], samples_per_label=1).grid(sharded)  # sampled through the FSDP forward
-        assert grid.shape == (2 + 2 * 10, 2 + 10, 3) and sharded.training
+        assert grid.shape[0] == 2 + 2 * 10 and grid.shape[1] > 2 + 10 and sharded.training  # rows named on the left
     finally:
         dist.destroy_process_group()

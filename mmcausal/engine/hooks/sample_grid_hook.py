@@ -3,15 +3,13 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
-import torch
 from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
-from mmpretrain.structures import DataSample
 from PIL import Image
 from torch import nn
-from torchvision.utils import make_grid
 
+from mmcausal.models.generation.sample_grid import labelled_grid, row_names, sample_grid
 from mmcausal.registry import HOOKS
 from mmcausal.utils.validation import ConfigValueError
 
@@ -19,7 +17,8 @@ from mmcausal.utils.validation import ConfigValueError
 @HOOKS.register_module()
 class SampleGridHook(Hook):
     """Every ``interval`` iterations (and after the last one) sample ``samples_per_label`` images of each of ``labels``
-    and write them as one grid, a row per label, to ``<work_dir>/sample_grids/iter_<n>.png``.
+    and write them as one grid, a row per label named on its left (with the training set's class name when its
+    ``metainfo`` has one), to ``<work_dir>/sample_grids/iter_<n>.png``.
 
     The grid's samples are always the same (sample ``i`` of the grid takes the model's ``test_cfg`` seed + ``i``), so
     successive grids show how training changes the generator, not new noise. With ``use_ema`` the weights of the
@@ -42,6 +41,11 @@ class SampleGridHook(Hook):
                                    f'{interval}, {samples_per_label}, {list(labels)}.')
         self.interval, self.labels, self.samples_per_label, self.use_ema = interval, list(labels), samples_per_label, \
             use_ema
+        self.class_names: Optional[Sequence[str]] = None
+
+    def before_train(self, runner: Runner) -> None:
+        dataset = getattr(runner.train_dataloader, 'dataset', None)
+        self.class_names = (getattr(dataset, 'metainfo', None) or {}).get('classes')
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Optional[dict] = None,
                          outputs: Optional[dict] = None) -> None:
@@ -49,17 +53,10 @@ class SampleGridHook(Hook):
             self.write_grid(runner)
 
     def grid(self, model: nn.Module) -> np.ndarray:
-        """The grid ``(H, W, 3)`` uint8 of the samples of ``model`` (a generative model, or its DDP / FSDP wrapper:
-        sampled through its forward, so FSDP gathers the shards)."""
-        data = [DataSample(metainfo=dict(sample_idx=index)).set_gt_label(label)
-                for index, label in enumerate(label for label in self.labels for _ in range(self.samples_per_label))]
-        training = model.training
-        model.eval()
-        try:
-            images = torch.stack([sample.pred_img for sample in model(data_samples=data, mode='predict')])
-        finally:
-            model.train(training)
-        return make_grid(images, nrow=self.samples_per_label, padding=2).permute(1, 2, 0).cpu().numpy()
+        """The labelled grid ``(H, W, 3)`` uint8 of the samples of ``model`` (a generative model, or its DDP / FSDP
+        wrapper: :func:`~mmcausal.models.generation.sample_grid.sample_grid`)."""
+        images = sample_grid(model, self.labels, self.samples_per_label)
+        return labelled_grid(images, self.samples_per_label, row_names(self.labels, self.class_names))
 
     def write_grid(self, runner: Runner) -> Path:
         """Sample on every process (DDP and FSDP forwards are collective), with the EMA weights swapped in as for

@@ -171,6 +171,31 @@ def test_ddim_follows_its_exact_linear_recursion(num_steps, var_rtol):
     assert samples.var().item() == pytest.approx(STD ** 2, rel=var_rtol)  # few steps: a discretisation error
 
 
+@pytest.mark.parametrize('eta', [0.5, 1.])
+def test_stochastic_ddim_follows_its_exact_affine_recursion(eta):
+    """DDIM with eta > 0 and the optimal eps: with u = x - a MU, x0_hat = MU + u a STD^2 / D and eps = b u / D
+    (D = a^2 STD^2 + b^2), so a step is u' = k u + sigma z with k = (a' a STD^2 + c b) / D, c = sqrt(b'^2 - sigma^2)
+    and sigma = eta sqrt((1 - abar') / (1 - abar)) sqrt(1 - abar / abar'): the samples' mean and variance must be
+    that chain's (sampled by the sampler, computed here). (At 50 steps the chain's variance is below STD^2, 0.197 at
+    eta = 1: posterior noise leaves out the x0 estimate's uncertainty, which DDPM's learned variance adds.)"""
+    torch.manual_seed(0)
+    noise = torch.randn(40000, 1)
+    samples = GaussianDiffusion(learn_sigma=False).sample(optimal_eps, noise, sampler='ddim', num_steps=50, eta=eta)
+    kept = space_timesteps(T, 50)
+    mean, variance = -ABAR[kept[-1]].sqrt().item() * MU, 1.  # of u at x_T ~ N(0, 1)
+    for step, previous in zip(reversed(kept), list(reversed(kept))[1:] + [None]):
+        abar = ABAR[step].item()
+        abar_prev = ABAR[previous].item() if previous is not None else 1.
+        a, b, a2 = math.sqrt(abar), math.sqrt(1 - abar), math.sqrt(abar_prev)
+        sigma = eta * math.sqrt((1 - abar_prev) / (1 - abar) * (1 - abar / abar_prev))
+        k = (a2 * a * STD ** 2 + math.sqrt(1 - abar_prev - sigma ** 2) * b) / (abar * STD ** 2 + 1 - abar)
+        mean, variance = k * mean, k ** 2 * variance + sigma ** 2
+    assert samples.mean().item() == pytest.approx(MU + mean, abs=0.01)
+    assert samples.var().item() == pytest.approx(variance, rel=0.03)
+    deterministic = GaussianDiffusion(learn_sigma=False).sample(optimal_eps, noise, sampler='ddim', num_steps=50)
+    assert (samples - deterministic).abs().mean().item() > 0.1 * eta  # the steps' noise took part
+
+
 def test_ddpm_steps_draw_their_noise_from_step_noise():
     """A per-sample noise source (what a seeded sampler passes) is what the steps use: the same draws give the same
     samples whatever the batch."""
