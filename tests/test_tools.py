@@ -86,6 +86,10 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmseg', 'configs/cait/upernet_cait-nano-p8_1xb8-250i_shapes-64x64.py',
      ['train_cfg.max_iters=10', 'train_cfg.val_interval=10']),
+    # a generator (an untrained autoencoder's latents: the pipeline, not what it learns)
+    ('mmpretrain', 'configs/sit_llama/sit-llama-nano-p2_1xb32-2ki_shapes-32px.py',
+     ['train_cfg.max_iters=4', 'model.autoencoder.checkpoint=None',
+      'train_dataloader.dataset.data_root=SHAPES/imagenet']),
 ])
 def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, config, options):
     kind = {'mmpretrain': 'imagenet', 'mmseg': 'ade20k', 'mmdet': 'coco'}[library]
