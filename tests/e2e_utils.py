@@ -10,6 +10,8 @@ from mmengine.config import Config, ConfigDict
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
+from zygote import run_python
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -85,7 +87,6 @@ def data_options(shapes_root: Path, kind: str) -> List[str]:
 
 def run_command(args: List[str], timeout: int = 600, **env: str) -> subprocess.CompletedProcess:
     """Run ``args`` in the repository root with ``env`` added; assert that it exits 0 (showing the output)."""
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, **env})
+    result = run_python(args, cwd=ROOT, env={**os.environ, **env}, timeout=timeout)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result

@@ -3,7 +3,6 @@ import importlib.util
 import os
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
@@ -13,6 +12,7 @@ import torch
 
 from e2e_utils import data_options, run_command
 from mmcausal.utils import load_checkpoint_file
+from zygote import run_python
 
 pytestmark = pytest.mark.e2e
 
@@ -109,8 +109,7 @@ def _load_tool(path: str):
 
 def _benchmark_table(*arguments: str) -> List[Dict[str, str]]:
     """Run tools/analysis_tools/benchmark.py; its Markdown table as one dict per row (keys: the header)."""
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', *arguments], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = run_python([sys.executable, 'tools/analysis_tools/benchmark.py', *arguments], cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     header, _, *rows = (line.strip('|').split('|') for line in result.stdout.strip().splitlines())
     return [{name.strip(): value.strip() for name, value in zip(header, row)} for row in rows]
@@ -205,9 +204,9 @@ def test_benchmark_compile_puts_each_compiled_case_below_its_eager_case():
     """The command line with ``--compile``: one eager and one compiled row per config, in that order, with the
     first (compiling) step's time; torch.compile is switched off in the children (TORCHDYNAMO_DISABLE) to keep
     this fast, which the test above does not need."""
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark.py', CLS, '--sizes', '64',
-                             '--backbone-only', '--repeats', '1', '--compile'], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600, env={**os.environ, 'TORCHDYNAMO_DISABLE': '1'})
+    result = run_python([sys.executable, 'tools/analysis_tools/benchmark.py', CLS, '--sizes', '64',
+                         '--backbone-only', '--repeats', '1', '--compile'], cwd=ROOT, timeout=600,
+                        env={**os.environ, 'TORCHDYNAMO_DISABLE': '1'})
     assert result.returncode == 0, result.stderr[-2000:]
     header, _, *rows = (line.strip('|').split('|') for line in result.stdout.strip().splitlines())
     rows = [{name.strip(): value.strip() for name, value in zip(header, row)} for row in rows]
@@ -247,9 +246,8 @@ def test_benchmark_table_compares_each_batch_with_its_own_first_row():
 def test_scan_benchmark_puts_scans_side_by_side_with_equal_checksums():
     """Two scans, each in its own process: a row per scan, and the same output checksum (same seeded inputs, same
     recurrence)."""
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'sequential',
-                             'chunked', '--shapes', '2x9x4', '--repeats', '1'], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = run_python([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'sequential',
+                         'chunked', '--shapes', '2x9x4', '--repeats', '1'], cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line.strip('|').split('|') for line in result.stdout.strip().splitlines()[2:]]
     assert [(row[1].strip(), row[2].strip()) for row in rows] == [('sequential', '-'), ('chunked', 'auto')]
@@ -266,9 +264,9 @@ def test_scan_benchmark_summarises_rounds_as_median_range_and_out_of_memory():
 
 
 def test_scan_benchmark_reports_a_case_over_its_memory_cap_as_out_of_memory():
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'chunked',
-                             '--shapes', '2x1025x256', '--repeats', '1', '--memory-limit-gib', '0.01'], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = run_python([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'chunked',
+                         '--shapes', '2x1025x256', '--repeats', '1', '--memory-limit-gib', '0.01'], cwd=ROOT,
+                        timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == '| 2x1025x256 | chunked | auto | out of memory |'
 
@@ -344,10 +342,10 @@ def test_attention_benchmark_divides_every_row_by_the_bidirectional_row(monkeypa
 
 def test_attention_benchmark_runs_the_real_kernels():
     """One real run on CPU: the rows come in the order asked, the bidirectional row is its own reference."""
-    result = subprocess.run([sys.executable, 'tools/analysis_tools/benchmark_attention.py', '--device', 'cpu',
-                             '--tokens', '16', '40', '--batch', '1', '--heads', '2', '--head-dim', '8',
-                             '--repeats', '1', '--cases', 'causal:0.5', 'bidirectional', 'official:0.5'],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = run_python([sys.executable, 'tools/analysis_tools/benchmark_attention.py', '--device', 'cpu',
+                         '--tokens', '16', '40', '--batch', '1', '--heads', '2', '--head-dim', '8',
+                         '--repeats', '1', '--cases', 'causal:0.5', 'bidirectional', 'official:0.5'],
+                        cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line.split() for line in result.stdout.splitlines()[2:]]
     assert [row[:3] for row in rows] == [[tokens, mode, alpha] for tokens in ('16', '40') for mode, alpha in

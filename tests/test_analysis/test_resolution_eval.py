@@ -7,7 +7,6 @@ import csv
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from mmcausal.analysis.resolution_eval import (
     rope_settings,
     size_label,
 )
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / 'tools/analysis_tools/eval_resolutions.py'
@@ -83,11 +83,11 @@ def trained(shapes_root, tmp_path_factory):
 def test_table_over_sizes_and_rope_modes(trained, shapes_root, tmp_path):
     config, checkpoint, _ = trained
     out = tmp_path / 'results.json'
-    result = subprocess.run(
+    result = run_python(
         [sys.executable, str(SCRIPT), str(config), str(checkpoint), '--sizes', '64', '96', '128',
          '--rope-modes', '1d', '2d', 'as2d', '--max-batches', '1', '--out', str(out), '--out-dir', str(tmp_path),
          '--work-dir', str(tmp_path / 'work'), '--cfg-options', _data_option(shapes_root)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+        cwd=ROOT, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = result.stdout[result.stdout.index('| RoPE'):].splitlines()
     assert [cell.strip() for cell in table[0].split('|')[2:5]] == ['64*', '96', '128']
@@ -117,11 +117,11 @@ def test_table_over_sizes_and_rope_modes(trained, shapes_root, tmp_path):
 def test_non_square_sizes_and_as2d_scalings(trained, shapes_root, tmp_path):
     config, checkpoint, _ = trained
     out = tmp_path / 'results.json'
-    result = subprocess.run(
+    result = run_python(
         [sys.executable, str(SCRIPT), str(config), str(checkpoint), '--sizes', '64', '48x96',
          '--rope-modes', '2d', 'as2d', '--as2d-scalings', 'isotropic', 'per_axis', '--max-batches', '1',
          '--out', str(out), '--work-dir', str(tmp_path / 'work'), '--cfg-options', _data_option(shapes_root)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+        cwd=ROOT, timeout=300, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     results = json.loads(out.read_text())
     assert results['sizes'] == [64, '48x96'] and results['num_samples'] == {'64': 64, '48x96': 64}

@@ -2,6 +2,8 @@
 whatever the batch size or the number of processes, resumable, the config's sampling preset overridable; or one
 labelled grid, a row per class."""
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from mmcausal.analysis.inputs import build_model
 from mmcausal.apis.generation import balanced_labels, png_path, sample_to_folder
 from mmcausal.registry import MODELS
 from mmcausal.utils.cli import read_config
+from zygote import run_python
 
 pytestmark = pytest.mark.usefixtures('single_thread')
 
@@ -124,3 +127,18 @@ def test_grid_options_that_cannot_work_end_in_one_line(trained, tmp_path, option
     options = [str(tmp_path / option) if option in ('folder', 'grid.png') else option for option in options]
     with pytest.raises(SystemExit, match=message):
         load_tool('sample', 'generation').main([str(trained / 'config.py'), str(trained / 'iter_1.pth'), *options])
+
+
+@pytest.mark.e2e
+def test_torchrun_processes_write_the_single_process_samples(trained, tmp_path):
+    """Two real gloo processes (torchrun) share the samples of a folder; it equals one process's."""
+    single, labels = _run(trained, tmp_path / 'one', '--batch-size', '3')
+    out = tmp_path / 'two'
+    result = run_python([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '2',
+                         'tools/generation/sample.py', str(trained / 'config.py'), str(trained / 'iter_1.pth'),
+                         '--num-samples', '7', '--out', str(out), '--batch-size', '2'], timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert '[rank 1] 3 samples' in result.stdout + result.stderr  # rank 1 drew 1, 3, 5
+    with np.load(out / 'samples.npz') as arrays:
+        assert np.abs(arrays['arr_0'].astype(int) - single).max() <= 1
+        assert arrays['arr_1'].tolist() == labels.tolist()

@@ -16,6 +16,7 @@ from torch import Tensor
 from mmcausal.converters import convert_cait, describe_cait, load_source_state_dict
 from mmcausal.registry import MODELS
 from reference.official_cait import OfficialCaiT, build_official, official_file, randomize_, timm_file
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = ROOT / 'tools/model_converters/cait2mmcausal.py'
@@ -25,9 +26,8 @@ ATOL = 1e-5
 
 
 def _cli(src: Path, dst: Path, *options: str) -> subprocess.CompletedProcess:
-    """The converter as a separate process (about 20 s of imports on a busy machine: used once)."""
-    return subprocess.run([sys.executable, str(CONVERTER), *options, str(src), str(dst)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    """The converter as a separate process."""
+    return run_python([sys.executable, str(CONVERTER), *options, str(src), str(dst)], cwd=ROOT, timeout=300)
 
 
 def _cli_in_process(monkeypatch, capsys, *argv: str) -> str:

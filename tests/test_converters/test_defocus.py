@@ -1,7 +1,6 @@
 """defocus2mmcausal: official classification files (model / model_ema beside a pickled yacs config, MLP heads, the
 22k -> 1k head slice) and detection files (flat backbone, or a whole DINO detector with its simple feature pyramid)
 -> mmcausal checkpoints."""
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from mmcausal.converters.defocus import DINO_PARTS
 from mmcausal.registry import MODELS
 from reference.official_defocus import DefocusMambaOfficial
 from reference.official_simple_fpn import SimpleFPNOfficial
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = ROOT / 'tools/model_converters/defocus2mmcausal.py'
@@ -31,8 +31,7 @@ def _official(seed, **kwargs):
 
 
 def _convert(src, dst, *options):
-    return subprocess.run([sys.executable, str(CONVERTER), *options, str(src), str(dst)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    return run_python([sys.executable, str(CONVERTER), *options, str(src), str(dst)], cwd=ROOT, timeout=300)
 
 
 def _classifier(hidden=None, num_classes=12):

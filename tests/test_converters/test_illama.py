@@ -15,6 +15,7 @@ from mmcausal.models.backbones import ILLaMA
 from mmcausal.models.backbones.illama import decode_mask_mode
 from mmcausal.registry import MODELS
 from reference.official_illama import OfficialILLaMA
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'configs/illama/illama-tiny-p16_32xb128_in1k.py'
@@ -39,8 +40,7 @@ def _build_from_config():
 
 
 def _convert_with_cli(src: Path, dst: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CONVERTER), str(src), str(dst), *extra], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    return run_python([sys.executable, str(CONVERTER), str(src), str(dst), *extra], cwd=ROOT, timeout=300)
 
 
 @pytest.mark.parametrize('alpha', [0.0, 0.5])
@@ -122,10 +122,10 @@ def test_converted_checkpoint_runs_through_the_test_tool(shapes_root, tmp_path):
     torch.save(official.state_dict(), src)  # flat, as the released files may be
     assert _convert_with_cli(src, dst).returncode == 0
     data_root = shapes_root / 'imagenet'
-    result = subprocess.run(
+    result = run_python(
         [sys.executable, 'tools/test.py', 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py', str(dst),
          '--work-dir', str(tmp_path / 'work'), '--cfg-options', f'test_dataloader.dataset.data_root={data_root}'],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     log = result.stdout + result.stderr
     assert 'accuracy/top1' in log

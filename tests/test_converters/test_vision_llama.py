@@ -20,6 +20,7 @@ from mmcausal.converters import convert_visionllama_mae, describe_visionllama_ma
 from mmcausal.models.backbones import VisionLLaMA
 from mmcausal.registry import MODELS
 from reference.official_visionllama import OfficialLLaMADET, OfficialVisionLLaMA, randomize_
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = ROOT / 'tools/model_converters/visionllama2mmcausal.py'
@@ -47,9 +48,8 @@ def _mmengine_checkpoint(official, decoder=None):
 
 
 def _convert_with_cli(src: Path, dst: Path, *extra: str) -> subprocess.CompletedProcess:
-    """The tool in a fresh interpreter (exit status, stderr); costs an mmcausal import (~5 s)."""
-    return subprocess.run([sys.executable, str(CONVERTER), str(src), str(dst), *extra], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    """The tool as a separate process (exit status, stderr)."""
+    return run_python([sys.executable, str(CONVERTER), str(src), str(dst), *extra], cwd=ROOT, timeout=300)
 
 
 def _run_cli_in_process(monkeypatch, capsys, src: Path, dst: Path, *extra: str) -> str:

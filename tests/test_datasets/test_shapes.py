@@ -25,6 +25,7 @@ from mmcausal.datasets.shapes import (
 )
 from mmcausal.datasets.shapes.geometry import circumradius
 from mmcausal.datasets.shapes.style_v2 import LAYOUTS as V2_LAYOUTS
+from zygote import run_python
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CLI = osp.join(REPO_ROOT, 'tools', 'dataset_converters', 'make_shapes_datasets.py')
@@ -431,8 +432,8 @@ def test_v2_ade20k_labels(tmp_path):
 
 def test_cli_style_v2(tmp_path):
     out = tmp_path / 'shapes'
-    subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v2'], cwd=REPO_ROOT,
-                   capture_output=True, text=True, check=True)
+    run_python([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v2'],
+               cwd=REPO_ROOT).check_returncode()
     assert load_json(str(out / 'coco' / 'shapes_meta.json'))['params']['style'] == 'v2'
 
 
@@ -516,14 +517,14 @@ def test_v3_is_deterministic_and_independent_of_v1_and_v2(tmp_path, name):
 
 def test_cli_style_v3(tmp_path):
     out = tmp_path / 'shapes'
-    subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'imagenet', '--style', 'v3'], cwd=REPO_ROOT,
-                   capture_output=True, text=True, check=True)
+    run_python([sys.executable, CLI, '--out', str(out), '--which', 'imagenet', '--style', 'v3'],
+               cwd=REPO_ROOT).check_returncode()
     assert load_json(str(out / 'imagenet' / 'shapes_meta.json'))['params']['style'] == 'v3'
 
 
 def test_cli_refuses_an_empty_coco_validation_set_in_one_line(tmp_path):
-    result = subprocess.run([sys.executable, CLI, '--out', str(tmp_path), '--which', 'coco', '--coco-val', '0'],
-                            cwd=REPO_ROOT, capture_output=True, text=True)
+    result = run_python([sys.executable, CLI, '--out', str(tmp_path), '--which', 'coco', '--coco-val', '0'],
+                        cwd=REPO_ROOT)
     assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].endswith('got 0')
     assert not (tmp_path / 'coco').exists()
 
@@ -531,8 +532,8 @@ def test_cli_refuses_an_empty_coco_validation_set_in_one_line(tmp_path):
 def test_cli_draws_the_twin_transfer_test_data(tmp_path):
     """``--style v3 --seed 3 --coco-val 48``: the draw of tests/test_twin_transfer.py (conftest's shapes_v3_root)."""
     out = tmp_path / 'shapes'
-    subprocess.run([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v3', '--seed', '3',
-                    '--coco-val', '48'], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    run_python([sys.executable, CLI, '--out', str(out), '--which', 'coco', '--style', 'v3', '--seed', '3',
+                '--coco-val', '48'], cwd=REPO_ROOT).check_returncode()
     params = load_json(str(out / 'coco' / 'shapes_meta.json'))['params']
     assert (params['style'], params['seed'], params['num_train'], params['num_val']) == ('v3', 3, 64, 48)
     make_coco_like(str(tmp_path / 'fixture'), style='v3', seed=3, num_val=48)  # as the fixture draws it

@@ -1,5 +1,4 @@
 """A detector that predicts nothing on a whole split says so in one line, and tools/test.py fails for it."""
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from mmengine.config import Config
 from mmengine.structures import InstanceData
 
 from mmcausal.engine.hooks import EmptyDetectionsHook, find_score_threshold
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
@@ -59,11 +59,11 @@ def test_test_tool_fails_when_nothing_is_detected(shapes_root, tmp_path):
     checkpoint = tmp_path / 'untrained.pth'
     torch.save({'state_dict': MODELS.build(cfg.model).state_dict()}, checkpoint)
     coco = shapes_root / 'coco'
-    result = subprocess.run(
+    result = run_python(
         [sys.executable, 'tools/test.py', DET, str(checkpoint), '--work-dir', str(tmp_path / 'work'), '--cfg-options',
          f'test_dataloader.dataset.data_root={coco}', 'test_dataloader.dataset.indices=4',
          f'test_evaluator.ann_file={coco}/annotations/instances_val2017.json', 'model.test_cfg.rcnn.score_thr=1.01'],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, timeout=600)
     assert result.returncode == 1, result.stderr[-3000:]
     log = result.stdout + result.stderr
     assert ('test: the model predicted no object in any of the 4 images '

@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, List
 
@@ -21,6 +20,7 @@ from mmcausal.utils import DatasetNotFoundError, check_dataset_paths
 from mmcausal.utils.cli import ConfigError, find_user_error, one_line, user_errors_end_in_one_line
 from mmcausal.utils.dataset_check import DatasetFormatError
 from mmcausal.utils.errors import UserInputError
+from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
@@ -28,7 +28,7 @@ DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return run_python([sys.executable, *args], cwd=ROOT, timeout=300)
 
 
 @pytest.mark.parametrize('config,loader', [(CLS, 'train_dataloader'), (DET, 'train_dataloader')])
@@ -500,8 +500,7 @@ def test_cli_config_error_is_one_line_and_debug_shows_the_traceback(shapes_root,
             f'val_dataloader.dataset.data_root={shapes_root}/imagenet']
     commands = {'plain': base + ['--work-dir', str(tmp_path / 'a')],
                 'debug': base + ['--work-dir', str(tmp_path / 'b'), '--debug']}
-    with ThreadPoolExecutor(2) as pool:
-        results = dict(zip(commands, pool.map(lambda argv: _run(*argv), commands.values())))
+    results = {name: _run(*argv) for name, argv in commands.items()}
     plain, debug = results['plain'], results['debug']
     last = [line for line in plain.stderr.splitlines() if line.strip()][-1]
     assert plain.returncode == 1 and 'Traceback' not in plain.stderr, plain.stderr[-3000:]

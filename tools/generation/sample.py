@@ -25,9 +25,10 @@ import os
 import time
 from pathlib import Path
 
+import mmengine.dist
 import torch
 from mmengine.config import DictAction
-from mmengine.dist import barrier, get_dist_info, init_dist
+from mmengine.dist import barrier, get_dist_info
 from PIL import Image
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal)
@@ -114,7 +115,8 @@ def vae_option(cfg, folder: str) -> dict:
 def main(argv=None) -> None:
     args = parse_args(argv)
     if int(os.environ.get('WORLD_SIZE', '1')) > 1:
-        init_dist('pytorch', backend='nccl' if torch.cuda.is_available() else 'gloo')
+        # looked up now, not imported before mmcausal: mmcausal.compat makes it work on hosts without a GPU
+        mmengine.dist.init_dist('pytorch', backend='nccl' if torch.cuda.is_available() else 'gloo')
     rank, world_size = get_dist_info()
     device = torch.device(f'cuda:{torch.cuda.current_device()}' if torch.cuda.is_available() else 'cpu')
     with user_errors_end_in_one_line():
