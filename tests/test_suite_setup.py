@@ -9,14 +9,16 @@ import time
 
 import pytest
 
+import zygote
 from zygote import run_python
 
 #: Reports what a fresh interpreter sets up for a script, then ends as its first argument says.
-PROBE = """import json, os, random, sys
+PROBE = """import json, os, random, signal, sys
 import numpy as np
 import torch
 report = dict(argv=sys.argv, cwd=os.getcwd(), path0=sys.path[0], name=__name__, file=__file__, stdin=sys.stdin.read(),
-              env=os.environ.get('PROBE_VALUE'), threads=torch.get_num_threads(), mmcausal='mmcausal' in sys.modules,
+              env=os.environ.get('MMCAUSAL_PROBE_VALUE'), threads=torch.get_num_threads(), parent=os.getppid(),
+              mmcausal='mmcausal' in sys.modules,
               draws=[random.random(), float(np.random.rand()), torch.rand(()).item()])
 print(json.dumps(report))
 print('to stderr', file=sys.stderr)
@@ -25,6 +27,8 @@ if end == 'exit-3':
     sys.exit(3)
 if end == 'raise':
     raise ValueError('raised by the probe')
+if end == 'terminated':
+    os.kill(os.getpid(), signal.SIGTERM)
 if end == 'sleep':
     import time
     time.sleep(120)
@@ -45,31 +49,44 @@ def test_tests_sharing_a_module_fixture_are_grouped_on_one_worker(shared_run, re
         '(see requirements/tests.txt)')
 
 
-@pytest.mark.parametrize('end,status', [('return', 0), ('exit-3', 3), ('raise', 1)])
-def test_a_zygote_command_sees_what_a_fresh_interpreter_sees(tmp_path, end, status):
+def _probe(tmp_path, end, fresh=False, **env):
     script = tmp_path / 'probe.py'
     script.write_text(PROBE)
-    env = {**os.environ, 'PROBE_VALUE': 'x', 'OMP_NUM_THREADS': '2'}
-    forked = [run_python([sys.executable, str(script), end], cwd=tmp_path, env=env) for _ in range(2)]
-    fresh = subprocess.run([sys.executable, str(script), end], cwd=tmp_path, env=env, capture_output=True, text=True)
-    for result in (*forked, fresh):
+    env = {**os.environ, 'MMCAUSAL_PROBE_VALUE': 'x', **env}
+    if fresh:
+        return subprocess.run([sys.executable, 'probe.py', end], cwd=tmp_path, env=env, capture_output=True, text=True)
+    return run_python([sys.executable, 'probe.py', end], cwd=tmp_path, env=env)
+
+
+@pytest.mark.parametrize('end,status', [('return', 0), ('exit-3', 3), ('raise', 1), ('terminated', -15)])
+def test_a_zygote_command_sees_what_a_fresh_interpreter_sees(tmp_path, end, status):
+    forked = [_probe(tmp_path, end) for _ in range(2)]
+    fresh = _probe(tmp_path, end, fresh=True)
+    reports = [json.loads(result.stdout.splitlines()[0]) for result in (*forked, fresh)]
+    assert reports[0]['parent'] == reports[1]['parent'] == zygote._zygote.process.pid  # forks, of the zygote
+    assert reports[2]['parent'] == os.getpid()
+    for result, report in zip((*forked, fresh), reports):
         assert result.returncode == status, result.stderr
-        report = json.loads(result.stdout.splitlines()[0])
-        assert report['argv'] == [str(script), end] and report['cwd'] == str(tmp_path)
-        assert report['path0'] == str(tmp_path) and report['name'] == '__main__' and report['file'] == str(script)
-        assert report['stdin'] == '' and report['env'] == 'x' and report['threads'] == 2
+        assert report['argv'] == ['probe.py', end] and report['cwd'] == str(tmp_path)
+        assert report['path0'] == str(tmp_path) and report['name'] == '__main__'
+        assert report['file'] == str(tmp_path / 'probe.py')
+        assert report['stdin'] == '' and report['env'] == 'x' and report['threads'] == reports[2]['threads']
         assert not report['mmcausal']  # the zygote never imports mmcausal: each command imports it itself
         assert result.stderr.startswith('to stderr\n')
-    assert ('ValueError: raised by the probe' in forked[0].stderr) == (end == 'raise')
-    first, second = (json.loads(result.stdout.splitlines()[0])['draws'] for result in forked)
-    assert all(a != b for a, b in zip(first, second))  # fresh seeds for random, NumPy and torch in every command
+        assert ('ValueError: raised by the probe' in result.stderr) == (end == 'raise')
+    assert all(a != b for a, b in zip(reports[0]['draws'], reports[1]['draws']))  # fresh seeds in every command
+
+
+def test_commands_a_fork_cannot_reproduce_run_in_a_fresh_interpreter(tmp_path):
+    for env in (dict(TORCHDYNAMO_DISABLE='1'), dict(MMCAUSAL_TEST_FRESH_PROCESSES='1')):  # read at start-up / asked
+        result = _probe(tmp_path, 'return', **env)
+        assert result.returncode == 0 and json.loads(result.stdout.splitlines()[0])['parent'] == os.getpid()
 
 
 def test_a_zygote_command_past_its_timeout_is_killed(tmp_path):
-    script = tmp_path / 'probe.py'
-    script.write_text(PROBE)
+    (tmp_path / 'probe.py').write_text(PROBE)
     start = time.time()
     with pytest.raises(subprocess.TimeoutExpired):
-        run_python([sys.executable, str(script), 'sleep'], cwd=tmp_path, timeout=5)
+        run_python([sys.executable, 'probe.py', 'sleep'], cwd=tmp_path, timeout=5)
     assert time.time() - start < 60
-    assert run_python([sys.executable, str(script), 'return'], cwd=tmp_path).returncode == 0  # the zygote serves on
+    assert _probe(tmp_path, 'return').returncode == 0  # the zygote serves on

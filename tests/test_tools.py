@@ -96,7 +96,10 @@ def test_upstream_train_tools_run_our_configs(shapes_root, tmp_path, library, co
     tool = SITE / library / '.mim' / 'tools' / 'train.py'
     data = [] if any('SHAPES' in option for option in options) else data_options(shapes_root, kind)
     options = [option.replace('SHAPES', str(shapes_root)) for option in options]
-    run_command([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options, *data])
+    # a stock tool in a fresh interpreter, as users run it: it imports mmcausal through the config's custom_imports
+    # after its own imports (tests/zygote.py would have imported the third-party packages first)
+    run_command([sys.executable, str(tool), config, '--work-dir', str(tmp_path), '--cfg-options', *options, *data],
+                MMCAUSAL_TEST_FRESH_PROCESSES='1')
 
 
 def _load_tool(path: str):
