@@ -164,8 +164,29 @@ def test_benchmark_measures_a_generation_config_by_its_diffusion_network(monkeyp
                                 device='cpu')
         assert row['params'] > 0 and row['saved_mib'] > 0
     assert seen and all(case == ((2, 4, 6, 10), True, True, (2, 4, 6, 10)) for case in seen)
-    with pytest.raises(SystemExit, match='--backbone-only'):
-        benchmark.build_model(twin, backbone_only=False)
+    with pytest.raises(SystemExit, match='add --backbone-only'):
+        benchmark.measure(twin, '8', 2, 1, backbone_only=False, train=True, device='cpu')
+
+
+def test_benchmark_times_a_generation_config_s_sampler(monkeypatch):
+    """Without ``--backbone-only`` a DiT / SiT config times its sampler: a step samples the batch's latents of the
+    given grid with the config's preset (here DDIM with guidance, its steps set to 3 through the spec): 3 network
+    calls per step on the doubled batch."""
+    from mmcausal.models import DiffusionTransformer
+    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    seen = []
+    forward = DiffusionTransformer.forward
+
+    def record(self, x, t, y):
+        seen.append(tuple(x.shape))
+        return forward(self, x, t, y)
+
+    monkeypatch.setattr(DiffusionTransformer, 'forward', record)
+    twin = 'configs/dit_llama/dit-llama-nano-p2_1xb32-2ki_shapes-32px.py'
+    row = benchmark.measure(f'{twin}+model.test_cfg.num_steps=3', '6x4', 2, 1, backbone_only=False, train=False,
+                            device='cpu')
+    assert seen == [(4, 4, 6, 4)] * 6  # (warm-up + 1 timed step) x 3 steps, guided: 2 x batch 2
+    assert row['images_per_s'] > 0 and row['params'] > 0
 
 
 def test_benchmark_amp_runs_the_step_in_bfloat16():

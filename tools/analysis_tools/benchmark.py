@@ -33,9 +33,11 @@ session). ``--batch`` takes several sizes: every case at each. Example (the CaiT
         mmpretrain::deit/deit-small_4xb256_in1k.py --sizes 224 512 --backbone-only --train
 
 A generation config (DiT / SiT, ``configs/dit_llama``, ``configs/sit_llama``) is measured by its diffusion network
-(``--backbone-only``): ``network(x, t, y)`` on random latents whose grid is the size given (32 for 256 px images
-through the SD-VAE), random timesteps and labels; a DDPM-250 sample with guidance costs 250 inference steps at twice
-the batch. DiT-LLaMA-B/4 beside DiT-B/4 (issue 31, section 7)::
+with ``--backbone-only``: ``network(x, t, y)`` on random latents whose grid is the size given (32 for 256 px images
+through the SD-VAE), random timesteps and labels; without it (and without ``--train``) by its whole sampler: one
+step is sampling ``--batch`` latents of that grid with the config's ``model.test_cfg`` (the official presets, e.g.
+DDPM-250 with guidance on twice the batch; override with ``+model.test_cfg.num_steps=...``), without the
+autoencoder's decoding, so images/s is samples/s. DiT-LLaMA-B/4 beside DiT-B/4 (issue 31, section 7)::
 
     python tools/analysis_tools/benchmark.py configs/dit_llama/dit-base-p4_8xb32-400k_in1k-256px.py \
         configs/dit_llama/dit-llama-base-p4_8xb32-400k_in1k-256px.py --sizes 32 --backbone-only --train
@@ -59,6 +61,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 import torch
+from mmpretrain.structures import DataSample
 
 
 def load_config(spec: str):
@@ -122,10 +125,8 @@ def build_model(spec: str, backbone_only: bool) -> torch.nn.Module:
     scope = cfg.get('default_scope', 'mmpretrain')
     init_default_scope(scope)
     models = importlib.import_module(f'{scope}.registry').MODELS  # the library's registry (it sees mmcausal's)
-    if 'network' in cfg.model:  # a generation config (DiT / SiT): its diffusion network is what trains and samples
-        if not backbone_only:
-            raise SystemExit(f'{spec}: a generation config is measured by its diffusion network: add --backbone-only.')
-        return models.build(cfg.model.network)
+    if 'network' in cfg.model:  # a generation config (DiT / SiT): its diffusion network, or the whole sampler
+        return models.build(cfg.model.network if backbone_only else cfg.model)
     model_cfg = cfg.model.backbone if backbone_only else cfg.model
     model_cfg.pop('init_cfg', None)
     if not backbone_only:
@@ -138,10 +139,21 @@ def is_diffusion_network(model: torch.nn.Module) -> bool:
     return hasattr(model, 'forward_with_cfg')
 
 
-def example_inputs(model: torch.nn.Module, batch: int, size: Tuple[int, int], device: str) -> Tuple[torch.Tensor, ...]:
-    """Random ``(batch, 3, H, W)`` images, or for a diffusion network random latents ``(batch, C, H, W)`` (``size`` is
+def is_generator(model: torch.nn.Module) -> bool:
+    """Whether ``model`` is a whole class-conditional generator (network, objective, sampler preset)."""
+    return hasattr(model, 'sample_latents')
+
+
+def example_inputs(model: torch.nn.Module, batch: int, size: Tuple[int, int], device: str) -> tuple:
+    """Random ``(batch, 3, H, W)`` images; for a diffusion network random latents ``(batch, C, H, W)`` (``size`` is
     then the latent grid: 32 for 256 px images through the SD-VAE), timesteps in ``[0, 1000)`` (DDPM's; a SiT network
-    reads ``t`` in ``[0, 1]``, which changes no cost) and labels."""
+    reads ``t`` in ``[0, 1]``, which changes no cost) and labels; for a generator no images and ``batch`` data samples
+    with balanced labels (it samples latents of the grid ``size``: its ``test_cfg.latent_size`` is set to it)."""
+    if is_generator(model):
+        model.test_cfg['latent_size'] = size
+        classes = model.network.num_classes
+        return None, [DataSample(metainfo=dict(sample_idx=index)).set_gt_label(index % classes)
+                      for index in range(batch)]
     if not is_diffusion_network(model):
         return (torch.randn(batch, 3, *size, device=device), )
     return (torch.randn(batch, model.in_channels, *size, device=device),
@@ -206,9 +218,12 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
     model = torch.compile(module) if compile else module
     inputs = example_inputs(module, batch, parse_size(size), device)
     images = inputs[0]
-    if onnxruntime and is_diffusion_network(module):
+    if onnxruntime and (is_diffusion_network(module) or is_generator(module)):
         raise SystemExit(f'{spec}: --onnxruntime measures image models; export a diffusion network with '
                          'tools/deployment/pytorch2onnx.py --network.')
+    if train and is_generator(module):
+        raise SystemExit(f'{spec}: a generation config trains its diffusion network: add --backbone-only to time '
+                         'that (without --train the whole model times its sampler).')
     if onnxruntime:
         key = hashlib.sha1(f'{spec}|{size}|{batch}|{backbone_only}'.encode()).hexdigest()[:16]
         run_session = onnxruntime_step(module, images, backbone_only,
