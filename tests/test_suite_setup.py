@@ -59,7 +59,8 @@ def _probe(tmp_path, end, fresh=False, **env):
 
 
 @pytest.mark.parametrize('end,status', [('return', 0), ('exit-3', 3), ('raise', 1), ('terminated', -15)])
-def test_a_zygote_command_sees_what_a_fresh_interpreter_sees(tmp_path, end, status):
+def test_a_zygote_command_sees_what_a_fresh_interpreter_sees(tmp_path, end, status, monkeypatch):
+    monkeypatch.setenv('RANK', '0')  # what in-process tests leave in the worker's environment: read when used
     forked = [_probe(tmp_path, end) for _ in range(2)]
     fresh = _probe(tmp_path, end, fresh=True)
     reports = [json.loads(result.stdout.splitlines()[0]) for result in (*forked, fresh)]

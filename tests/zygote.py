@@ -12,9 +12,9 @@ interpreter's normal exit (``atexit``, an uncaught exception printed with status
 negative status). The caller gets the ``CompletedProcess`` of ``subprocess.run``.
 
 What a fork cannot reproduce runs in a fresh interpreter instead: other interpreter options (``-c``, ``-m``, stdin
-input), an environment that differs from the worker's in anything but :data:`RUN_TIME_ENV` and ``MMCAUSAL_*``
-(variables read at start-up: ``PYTHON*``, ``OMP_NUM_THREADS``, ``HOME``, ``TORCHDYNAMO_DISABLE``, ...), and every
-command when ``MMCAUSAL_TEST_FRESH_PROCESSES=1`` is set (in the worker or the command). What stays different: the
+input), an environment that differs from the zygote's in a variable read at start-up (:data:`START_UP_ENV`:
+``PYTHON*``, ``OMP_NUM_THREADS``, ``HOME``, ``TORCHDYNAMO_DISABLE``, ...), and every command when
+``MMCAUSAL_TEST_FRESH_PROCESSES=1`` is set (in the worker or the command). What stays different: the
 third-party imports' warnings are printed once by the zygote, not by each command; all forks share the zygote's
 string-hash seed; a traceback starts with this file's frame. If the zygote fails to start or stops answering, it is
 killed, and the command and the worker's later ones run in fresh interpreters. Run as a script, this file is the
@@ -35,9 +35,12 @@ from typing import Mapping, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 FRESH_ENV = 'MMCAUSAL_TEST_FRESH_PROCESSES'
-#: The environment variables besides ``MMCAUSAL_*`` that a command may set differently from the worker and still
-#: run in a fork: read when used, not when the interpreter or the third-party packages start.
-RUN_TIME_ENV = frozenset({'PYTEST_CURRENT_TEST'})
+#: Environment variables (prefixes) that the interpreter, the BLAS / OpenMP runtimes or torch read when they start: a
+#: command whose value differs from the zygote's runs in a fresh interpreter. Others are read when used, so a fork
+#: sees them as a fresh process would (the worker's own environment drifts: in-process tests set ``RANK``,
+#: ``CUBLAS_WORKSPACE_CONFIG``, ...).
+START_UP_ENV = ('PYTHON', 'OMP_', 'MKL_', 'KMP_', 'OPENBLAS_', 'GOTO_', 'TORCH', 'PYTORCH_', 'TRITON_', 'LD_',
+                'CUDA_', 'HOME', 'LANG', 'LC_', 'TMPDIR', 'PATH')
 #: What the zygote imports: the third-party packages every tool of ours loads (never mmcausal).
 PRELOAD = ('numpy', 'PIL.Image', 'torch', 'torchvision', 'mmengine.runner', 'mmengine.model', 'mmcv.ops',
            'mmpretrain.models', 'mmpretrain.datasets', 'mmpretrain.evaluation', 'mmseg.models', 'mmseg.datasets',
@@ -141,7 +144,7 @@ class _Zygote:
         changed = {key for key in {*env, *self.env} if env.get(key) != self.env.get(key)}
         return (len(args) > 1 and args[0] == sys.executable and str(args[1]).endswith('.py') and input is None
                 and Path(cwd).is_dir() and env.get(FRESH_ENV, '') in ('', '0')
-                and all(key in RUN_TIME_ENV or key.startswith('MMCAUSAL_') for key in changed))
+                and not any(key.startswith(START_UP_ENV) for key in changed))
 
     def run(self, args: Sequence[str], cwd: Path, env: Mapping[str, str],
             timeout: Optional[float]) -> subprocess.CompletedProcess:
