@@ -1,5 +1,4 @@
-"""Sampling a trained class-conditional generator to files: one PNG per sample and the ADM evaluator's ``.npz``, or
-the class names that label a grid of samples (:mod:`mmcausal.models.generation.sample_grid`).
+"""Sampling a trained class-conditional generator to files: one PNG per sample and the ADM evaluator's ``.npz``.
 
 Sample ``i`` has label ``i mod num_classes`` (balanced classes) and its noise seeded by ``seed + i``
 (:class:`~mmcausal.models.generation.ClassConditionalDiffusion`), so the files depend neither on the batch size nor
@@ -11,8 +10,6 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import torch
-from mmengine.config import Config
-from mmpretrain.registry import DATASETS
 from mmpretrain.structures import DataSample
 from PIL import Image
 
@@ -78,16 +75,5 @@ def sample_to_folder(model, out_dir: str, num_samples: int, num_classes: int, ba
     return indices
 
 
-def config_class_names(cfg: Config) -> Optional[Sequence[str]]:
-    """The class names of ``cfg``'s training set: its ``metainfo.classes``, else its dataset type's ``METAINFO``
-    (``None`` when neither names them)."""
-    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
-    classes = (dataset.get('metainfo') or {}).get('classes')
-    if classes is None and isinstance(dataset.get('type'), str):
-        dataset_type = DATASETS.get(dataset['type'])
-        classes = getattr(dataset_type, 'METAINFO', {}).get('classes')
-    return classes
-
-
-__all__ = ['NPZ_NAME', 'balanced_labels', 'config_class_names', 'pending_indices', 'png_path', 'sample_to_folder',
-           'write_npz', 'write_samples']
+__all__ = ['NPZ_NAME', 'balanced_labels', 'pending_indices', 'png_path', 'sample_to_folder', 'write_npz',
+           'write_samples']

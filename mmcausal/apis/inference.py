@@ -24,12 +24,14 @@ SCOPES = ('mmpretrain', 'mmseg', 'mmdet')
 
 
 def config_dataset_meta(cfg: Config) -> dict:
-    """``classes`` and ``palette`` (one colour per class) of the config's test dataset: its ``metainfo`` override,
-    else its class's ``METAINFO`` (e.g. ``ADE20KDataset``'s 150 classes); empty when neither names classes."""
-    dataset = (cfg.get('test_dataloader') or cfg.get('val_dataloader') or {}).get('dataset', {})
+    """``classes`` and ``palette`` (one colour per class) of the config's test dataset (its training set where it has
+    none, as generation configs): its ``metainfo`` override, else its class's ``METAINFO`` (e.g. ``ADE20KDataset``'s
+    150 classes); empty when neither names classes."""
+    loader = cfg.get('test_dataloader') or cfg.get('val_dataloader') or cfg.get('train_dataloader') or {}
+    dataset = loader.get('dataset', {})
     while 'dataset' in dataset:  # wrappers (RepeatDataset, ...)
         dataset = dataset['dataset']
-    with DefaultScope.overwrite_default_scope(cfg.default_scope):
+    with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
         dataset_class = DATASETS.get(dataset.get('type')) if dataset.get('type') else None
     meta = dict(getattr(dataset_class, 'METAINFO', {}) or {})
     meta.update(dataset.get('metainfo') or {})

@@ -33,7 +33,8 @@ from PIL import Image
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal)
 from mmcausal.analysis.inputs import build_model
-from mmcausal.apis.generation import balanced_labels, config_class_names, sample_to_folder, write_npz
+from mmcausal.apis import config_dataset_meta
+from mmcausal.apis.generation import balanced_labels, sample_to_folder, write_npz
 from mmcausal.models.generation.sample_grid import labelled_grid, row_names, sample_grid
 from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
 from mmcausal.utils.validation import ConfigValueError
@@ -95,7 +96,7 @@ def write_grid(model, cfg, args: argparse.Namespace) -> None:
     """Sample the labelled grid of ``--labels`` x ``--samples-per-label`` and save it as ``--out``."""
     labels = grid_labels(args, model.network.num_classes)
     images = sample_grid(model, labels, args.samples_per_label)
-    grid = labelled_grid(images, args.samples_per_label, row_names(labels, config_class_names(cfg)))
+    grid = labelled_grid(images, args.samples_per_label, row_names(labels, config_dataset_meta(cfg).get('classes')))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(grid).save(args.out)
     print(f'{len(labels)} x {args.samples_per_label} samples in {args.out}')
