@@ -1,4 +1,5 @@
 """Test-suite set-up: make ``tests/reference`` importable (pytest runs in importlib mode, see pyproject)."""
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,21 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.xdist_group('generation_judge'))
         elif _uses_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+@pytest.fixture(autouse=True)
+def _environment_is_restored_after_each_test():
+    """Undo what a test, or a library it imports first, set in ``os.environ`` (cv2 sets ``LD_LIBRARY_PATH``, inductor
+    ``TORCHINDUCTOR_CACHE_DIR``, mmengine's runner ``MKL_NUM_THREADS``, in-process distributed tests ``LOCAL_RANK``):
+    later tests see the environment the worker started with, and their tools still run as forks of the worker's
+    zygote (``tests/zygote.py`` sends a command whose start-up variables differ from its own to a fresh interpreter)."""
+    before = dict(os.environ)
+    yield
+    for key in set(os.environ) - set(before):
+        del os.environ[key]
+    for key, value in before.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 def _make_shapes(root: Path, style: str, seed: int = 0, num_val_detection: int = 16) -> Path:
