@@ -7,6 +7,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pytest  # noqa: E402
 
+import zygote  # noqa: E402  (first: it records the worker's environment before any test module is collected)
+
 
 def _uses_module_fixture(item) -> bool:
     """Whether the test uses a module-scoped fixture of its own module (e.g. a shared training run)."""
@@ -30,10 +32,11 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 @pytest.fixture(autouse=True)
 def _environment_is_restored_after_each_test():
-    """Undo what a test, or a library it imports first, set in ``os.environ`` (cv2 sets ``LD_LIBRARY_PATH``, inductor
-    ``TORCHINDUCTOR_CACHE_DIR``, mmengine's runner ``MKL_NUM_THREADS``, in-process distributed tests ``LOCAL_RANK``):
-    later tests see the environment the worker started with, and their tools still run as forks of the worker's
-    zygote (``tests/zygote.py`` sends a command whose start-up variables differ from its own to a fresh interpreter)."""
+    """Every test starts with the worker's start-up variables (``zygote.restore_start_up_environment``: also undoing
+    what a module-scoped fixture or a library set), and what it sets in ``os.environ`` is undone afterwards: later
+    tests see the environment the worker started with, and their tools still run as forks of the worker's zygote
+    (``tests/zygote.py`` sends a command whose start-up variables differ from its own to a fresh interpreter)."""
+    zygote.restore_start_up_environment()
     before = dict(os.environ)
     yield
     for key in set(os.environ) - set(before):

@@ -63,6 +63,26 @@ def _probe(tmp_path, end, fresh=False, **env):
     return run_python([sys.executable, 'probe.py', end], cwd=tmp_path, env=env)
 
 
+@pytest.fixture(scope='module')
+def drifted_start_up_variable():
+    """What mmengine does in a module-scoped distributed set-up (``MKL_NUM_THREADS``): a start-up variable set in the
+    worker by its own code, never unset."""
+    os.environ['MKL_MMCAUSAL_PROBE_DRIFT'] = '1'
+    yield 'MKL_MMCAUSAL_PROBE_DRIFT'
+    os.environ.pop('MKL_MMCAUSAL_PROBE_DRIFT', None)
+
+
+def test_a_start_up_variable_the_worker_set_is_undone_and_commands_still_fork(tmp_path, drifted_start_up_variable):
+    server = zygote._this_workers_zygote()
+    if server is None:
+        pytest.skip('no zygote: MMCAUSAL_TEST_FRESH_PROCESSES is set, or it failed to start')
+    assert drifted_start_up_variable not in os.environ  # conftest's fixture ran after the module fixture
+    script = tmp_path / 'probe.py'
+    script.write_text(PROBE)
+    result = run_python([sys.executable, 'probe.py', 'return'], cwd=tmp_path)  # the worker's own environment
+    assert json.loads(result.stdout.splitlines()[0])['parent'] == zygote._zygote.process.pid, result.stderr
+
+
 @pytest.mark.parametrize('end,status', [('return', 0), ('exit-3', 3), ('raise', 1), ('terminated', -15)])
 def test_a_zygote_command_sees_what_a_fresh_interpreter_sees(tmp_path, end, status):
     # RANK: what in-process tests leave in a worker's environment, read when used, so it does not force a fresh run

@@ -45,6 +45,26 @@ START_UP_ENV = ('PYTHON', 'OMP_', 'MKL_', 'KMP_', 'OPENBLAS_', 'GOTO_', 'TORCH',
 PRELOAD = ('numpy', 'PIL.Image', 'torch', 'torchvision', 'mmengine.runner', 'mmengine.model', 'mmcv.ops',
            'mmpretrain.models', 'mmpretrain.datasets', 'mmpretrain.evaluation', 'mmseg.models', 'mmseg.datasets',
            'mmseg.evaluation', 'mmdet.models', 'mmdet.datasets', 'mmdet.evaluation')
+#: This process's environment when this module was first imported: tests/conftest.py imports it before any test
+#: module is collected, so before a library import (cv2 sets ``LD_LIBRARY_PATH``) or a fixture has changed it.
+_START_ENV = dict(os.environ)
+
+
+def _is_start_up_variable(key: str) -> bool:
+    return key.startswith(START_UP_ENV)
+
+
+def restore_start_up_environment() -> None:
+    """Set this process's start-up variables (:data:`START_UP_ENV`) back to their values when the worker started.
+
+    What the worker's own code sets in them (cv2's ``LD_LIBRARY_PATH``, inductor's ``TORCHINDUCTOR_CACHE_DIR``,
+    mmengine's ``MKL_NUM_THREADS`` in a distributed set-up, also inside a module-scoped fixture) is not what a test
+    asks of its commands, but would send every later command of the worker to a fresh interpreter."""
+    for key in [key for key in os.environ if _is_start_up_variable(key) and key not in _START_ENV]:
+        del os.environ[key]
+    for key, value in _START_ENV.items():
+        if _is_start_up_variable(key) and os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 # ------------------------------------------------------------------------------------------------ the zygote
@@ -119,7 +139,9 @@ class _Zygote:
     """This worker's zygote process and the protocol with it (one command at a time)."""
 
     def __init__(self) -> None:
-        self.env = dict(os.environ)
+        # the start-up variables of the worker's start (not those of the test that happens to start the zygote)
+        self.env = {**{key: value for key, value in os.environ.items() if not _is_start_up_variable(key)},
+                    **{key: value for key, value in _START_ENV.items() if _is_start_up_variable(key)}}
         self.running: Optional[int] = None  # the pid (= process group) of the command in flight
         self.process = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         cwd=ROOT, env=self.env, bufsize=0)
@@ -144,7 +166,7 @@ class _Zygote:
         changed = {key for key in {*env, *self.env} if env.get(key) != self.env.get(key)}
         return (len(args) > 1 and args[0] == sys.executable and str(args[1]).endswith('.py') and input is None
                 and Path(cwd).is_dir() and env.get(FRESH_ENV, '') in ('', '0')
-                and not any(key.startswith(START_UP_ENV) for key in changed))
+                and not any(_is_start_up_variable(key) for key in changed))
 
     def run(self, args: Sequence[str], cwd: Path, env: Mapping[str, str],
             timeout: Optional[float]) -> subprocess.CompletedProcess:
