@@ -1,15 +1,16 @@
 """Run the suite's ``python SCRIPT.py ...`` commands from a process that has imported the third-party stack already.
 
-A fresh interpreter spends about 15 s of one core importing torch, mmengine and the three OpenMMLab model packages
-before a tool does anything, and the suite runs well over a hundred tools (training runs, converters, samplers, the
-bad-input catalogue). :func:`run_python` runs such a command as a fork of a *zygote*: one process per pytest worker
-that imports those packages (and never mmcausal or anything of this repository) once. The fork then does what the
-interpreter does for ``python SCRIPT.py ARGS``: stdin from ``/dev/null`` and stdout / stderr into files, the
-command's working directory, environment and ``sys.argv``, ``sys.path[0]`` the script's folder, a fresh ``__main__``
-module whose ``__file__`` is the script's absolute path, fresh seeds for ``random``, NumPy and torch (a new
-interpreter draws new ones too); it imports mmcausal and the rest itself, runs the script and leaves through the
-interpreter's normal exit (``atexit``, an uncaught exception printed with status 1, ``SystemExit`` codes, a signal's
-negative status). The caller gets the ``CompletedProcess`` of ``subprocess.run``.
+A fresh interpreter spends about 6 s of one core importing torch, mmengine and the three OpenMMLab model packages
+(16 s without the bytecode that tools/setup_env.sh writes) before a tool does anything, and the suite runs about a
+hundred tools (training runs, converters, samplers, the bad-input catalogue). :func:`run_python` runs such a command
+as a fork of a *zygote*: one process per pytest worker that imports those packages (and never mmcausal or anything
+of this repository) once. The fork then does what the interpreter does for ``python SCRIPT.py ARGS``: stdin from
+``/dev/null`` and stdout / stderr into files, the command's working directory, environment and ``sys.argv``,
+``sys.path[0]`` the script's folder, a fresh ``__main__`` module whose ``__file__`` is the script's absolute path,
+fresh seeds for ``random``, NumPy and torch (a new interpreter draws new ones too); it imports mmcausal and the rest
+itself, runs the script and leaves through the interpreter's normal exit (``atexit``, an uncaught exception printed
+with status 1, ``SystemExit`` codes, a signal's negative status). The caller gets the ``CompletedProcess`` of
+``subprocess.run``.
 
 What a fork cannot reproduce runs in a fresh interpreter instead: other interpreter options (``-c``, ``-m``, stdin
 input), an environment that differs from the zygote's in a variable read at start-up (:data:`START_UP_ENV`:

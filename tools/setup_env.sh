@@ -110,6 +110,12 @@ fi
 log "OpenMMLab stack, test tools and mmcausal (editable)"
 "${UV[@]}" "$WHEEL_DIR"/mmcv-*.whl -r "$REQ/runtime.txt" -r "$REQ/tests.txt"
 "${UV[@]}" --no-deps --no-build-isolation -e "$ROOT"
+# The bytecode of the whole site-packages, written once here (about 20 s on 2 cores). Where PYTHONDONTWRITEBYTECODE
+# is set (this project's CI machines) Python never writes .pyc files itself, so every new interpreter compiled
+# torch's and OpenMMLab's sources again: importing the stack took 16 s instead of 6 s on 2 cores. compileall reports
+# the few files that are not Python 3.11 (a Python 3.12 test helper of torch) and goes on; nothing imports them.
+SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+"$VENV/bin/python" -m compileall -q -j 0 "$SITE" >/dev/null || true
 
 check_stack
 stamp_of > "$STAMP_FILE"
