@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,16 @@ def test_a_zygote_command_past_its_timeout_is_killed(tmp_path):
         run_python([sys.executable, 'probe.py', 'sleep'], cwd=tmp_path, timeout=5)
     assert time.time() - start < 60
     assert _probe(tmp_path, 'return').returncode == 0  # the zygote serves on
+
+
+def test_the_set_up_wrote_the_bytecode_of_the_installed_stack():
+    """tools/setup_env.sh compiles site-packages once: where PYTHONDONTWRITEBYTECODE is set nothing else writes the
+    .pyc files, and every new interpreter (each tool the suite runs fresh) would compile torch and OpenMMLab again."""
+    import importlib.util
+
+    import mmdet.models
+    import mmengine.runner
+    import torch
+    for module in (torch, torch.nn.functional, mmengine.runner, mmdet.models):
+        bytecode = Path(importlib.util.cache_from_source(module.__file__))
+        assert bytecode.is_file(), f'{bytecode} is missing: run bash tools/setup_env.sh'
