@@ -39,11 +39,7 @@ def _environment_is_restored_after_each_test():
     zygote.restore_start_up_environment()
     before = dict(os.environ)
     yield
-    for key in set(os.environ) - set(before):
-        del os.environ[key]
-    for key, value in before.items():
-        if os.environ.get(key) != value:
-            os.environ[key] = value
+    zygote.restore_environment(before)
 
 
 def _make_shapes(root: Path, style: str, seed: int = 0, num_val_detection: int = 16) -> Path:

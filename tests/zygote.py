@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 FRESH_ENV = 'MMCAUSAL_TEST_FRESH_PROCESSES'
@@ -55,17 +55,27 @@ def _is_start_up_variable(key: str) -> bool:
     return key.startswith(START_UP_ENV)
 
 
+def _restore(saved: Mapping[str, str], selected: Callable[[str], bool]) -> None:
+    """Give the ``selected`` variables of ``os.environ`` their values in ``saved`` (unset those it lacks)."""
+    for key in [key for key in os.environ if selected(key) and key not in saved]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if selected(key) and os.environ.get(key) != value:
+            os.environ[key] = value
+
+
+def restore_environment(saved: Mapping[str, str]) -> None:
+    """Make ``os.environ`` equal to ``saved`` (a copy taken earlier)."""
+    _restore(saved, lambda key: True)
+
+
 def restore_start_up_environment() -> None:
     """Set this process's start-up variables (:data:`START_UP_ENV`) back to their values when the worker started.
 
     What the worker's own code sets in them (cv2's ``LD_LIBRARY_PATH``, inductor's ``TORCHINDUCTOR_CACHE_DIR``,
     mmengine's ``MKL_NUM_THREADS`` in a distributed set-up, also inside a module-scoped fixture) is not what a test
     asks of its commands, but would send every later command of the worker to a fresh interpreter."""
-    for key in [key for key in os.environ if _is_start_up_variable(key) and key not in _START_ENV]:
-        del os.environ[key]
-    for key, value in _START_ENV.items():
-        if _is_start_up_variable(key) and os.environ.get(key) != value:
-            os.environ[key] = value
+    _restore(_START_ENV, _is_start_up_variable)
 
 
 # ------------------------------------------------------------------------------------------------ the zygote
