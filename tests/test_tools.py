@@ -268,15 +268,16 @@ def test_benchmark_table_compares_each_batch_with_its_own_first_row():
 
 
 def test_scan_benchmark_puts_scans_side_by_side_with_equal_checksums():
-    """Two scans, each in its own process: a row per scan, and the same output checksum (same seeded inputs, same
+    """Three scans, each in its own process: a row per scan, and the same output checksum (same seeded inputs, same
     recurrence)."""
     result = run_python([sys.executable, 'tools/analysis_tools/benchmark_scan.py', '--impls', 'sequential',
-                         'chunked', '--shapes', '2x9x4', '--repeats', '1'], cwd=ROOT, timeout=600)
+                         'chunked', 'cpu_kernel', '--shapes', '2x9x4', '--repeats', '1'], cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line.strip('|').split('|') for line in result.stdout.strip().splitlines()[2:]]
-    assert [(row[1].strip(), row[2].strip()) for row in rows] == [('sequential', '-'), ('chunked', 'auto')]
+    assert [(row[1].strip(), row[2].strip()) for row in rows] == [('sequential', '-'), ('chunked', 'auto'),
+                                                                  ('cpu_kernel', '-')]
     checksums = [float(row[3].split(', ')[2]) for row in rows]
-    assert checksums[0] == pytest.approx(checksums[1], rel=1e-5)
+    assert checksums[1:] == pytest.approx(checksums[:1] * 2, rel=1e-5)
 
 
 def test_scan_benchmark_summarises_rounds_as_median_range_and_out_of_memory():

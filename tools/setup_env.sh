@@ -116,6 +116,16 @@ log "OpenMMLab stack, test tools and mmcausal (editable)"
 # the few files that are not Python 3.11 (a Python 3.12 test helper of torch) and goes on; nothing imports them.
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 "$VENV/bin/python" -m compileall -q -j 0 "$SITE" >/dev/null || true
+# De-focus Mamba's CPU selective-scan kernel (a torch C++ extension, cached under ~/.cache/torch_extensions): built
+# here once (about 30 s on 2 cores) instead of in the first scan. Without a working compiler the scan falls back to
+# the chunked PyTorch scan, so a failed build warns and the set-up goes on.
+log "CPU selective-scan kernel (De-focus Mamba)"
+"$VENV/bin/python" - <<'PYSCAN' || true
+from mmcausal.models.backbones.defocus.cpu_scan import cpu_scan_extension
+module, reason = cpu_scan_extension()
+print(f'  built: {module.__file__}' if module else f'  WARNING: not built ({reason}); the chunked PyTorch scan runs '
+      'instead (MMCAUSAL_VERBOSE_BUILD=1 shows the compiler output)')
+PYSCAN
 
 check_stack
 stamp_of > "$STAMP_FILE"

@@ -1,9 +1,10 @@
-"""Selective scan on CPU, forward + backward: the chunked scan (mmcausal's default), the step-by-step recurrence
-under autograd (``mamba_ssm``'s ``selective_scan_ref`` pattern) and mambapy's parallel scan (``pscan``,
-alxndrTL/mamba.py, ``pip install mambapy``: its ``selective_scan`` without the ``D`` skip).
+"""Selective scan on CPU, forward + backward: the CPU kernel (mmcausal's default on CPU, built on first use), the
+chunked PyTorch scan (its fallback), the step-by-step recurrence under autograd (``mamba_ssm``'s
+``selective_scan_ref`` pattern) and mambapy's parallel scan (``pscan``, alxndrTL/mamba.py, ``pip install mambapy``:
+its ``selective_scan`` without the ``D`` skip).
 
     python tools/analysis_tools/benchmark_scan.py --shapes 2x197x1536 32x65x128 1x1025x1536 --chunks auto 16 64
-    python tools/analysis_tools/benchmark_scan.py --impls chunked mambapy --shapes 1x197x1536 8x4097x1536 \\
+    python tools/analysis_tools/benchmark_scan.py --impls cpu_kernel chunked mambapy --shapes 1x197x1536 8x4097x1536 \\
         --rounds 3 --memory-limit-gib 12
 
 Shapes are ``batch x tokens x channels`` (De-focus Mamba-B: 1536 channels, 197 tokens at 224 px; N = 16 states).
@@ -26,7 +27,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-IMPLS = ('sequential', 'chunked', 'mambapy')
+IMPLS = ('sequential', 'chunked', 'cpu_kernel', 'mambapy')
 
 
 def mambapy_scan(u, delta, A, B, C):
@@ -54,6 +55,7 @@ def measure(impl: str, shape: str, chunk: str, repeats: int, memory_limit_gib: O
     import torch
 
     from mmcausal.models.backbones.defocus import chunked_selective_scan, sequential_selective_scan
+    from mmcausal.models.backbones.defocus.cpu_scan import cpu_kernel_selective_scan
     batch, length, channels = map(int, shape.split('x'))
     torch.manual_seed(0)
     operands = [torch.randn(batch, length, channels), torch.rand(batch, length, channels) * 0.1,
@@ -66,6 +68,9 @@ def measure(impl: str, shape: str, chunk: str, repeats: int, memory_limit_gib: O
     elif impl == 'mambapy':
         def scan():
             return mambapy_scan(*operands)
+    elif impl == 'cpu_kernel':
+        def scan():
+            return cpu_kernel_selective_scan(*operands)
     else:
         def scan():
             return chunked_selective_scan(*operands, chunk_size=None if chunk == 'auto' else int(chunk))
@@ -103,7 +108,7 @@ def summarise(runs: List[dict]) -> str:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--shapes', nargs='+', default=['2x197x1536', '32x65x128'])
-    parser.add_argument('--impls', nargs='+', default=['sequential', 'chunked'], choices=IMPLS,
+    parser.add_argument('--impls', nargs='+', default=['sequential', 'chunked', 'cpu_kernel'], choices=IMPLS,
                         help='scans to measure (mambapy: pip install mambapy)')
     parser.add_argument('--chunks', nargs='+', default=['auto'], help='chunk sizes of the chunked scan ("auto")')
     parser.add_argument('--repeats', type=int, default=3)

@@ -6,7 +6,9 @@ For every channel ``e`` and state dim ``n`` (diagonal, real ``A``)::
     y_t,e = sum_n h_t,e,n * C_t,n
 
 :func:`selective_scan` is the one entry point. It runs ``mamba_ssm``'s CUDA kernel when that optional package
-is installed with its extension and the tensors are on CUDA, and :func:`chunked_selective_scan` everywhere else.
+is installed with its extension and the tensors are on CUDA, the CPU kernel of :mod:`.cpu_scan` for CPU tensors
+(built on first use), and :func:`chunked_selective_scan`, pure PyTorch, everywhere else: on CUDA without
+``mamba_ssm``, in an ONNX export, and where the CPU kernel cannot be built.
 
 The chunked scan splits the sequence into ``L / T`` chunks of ``T ~ 2 sqrt(L)`` tokens:
 
@@ -25,6 +27,7 @@ once and keeps it while it runs (the exponentials were a third of the scan's tim
 """
 import functools
 import math
+import warnings
 from typing import Callable, List, NamedTuple, Optional, Type
 
 import torch
@@ -34,8 +37,9 @@ from torch.autograd.function import once_differentiable
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
+from .cpu_scan import cpu_kernel_selective_scan, cpu_scan_extension
 
-SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm')
+SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel')
 
 
 class ScanConfigError(UserInputError, ValueError):
@@ -242,19 +246,47 @@ def _mamba_ssm_scan(kernel: Callable, u: Tensor, delta: Tensor, A: Tensor, B: Te
     return y.transpose(1, 2).float()
 
 
+def _takes_cpu_kernel(impl: str) -> bool:
+    """Whether a CPU scan takes the CPU kernel: always for ``'cpu_kernel'`` (a :class:`ScanConfigError` if it cannot
+    be built); for ``'auto'`` if it builds (else a warning, once, and the chunked scan). Under ``torch.compile`` the
+    op goes into the graph as it is (a build failure then raises when it runs)."""
+    if torch.compiler.is_compiling():
+        return True
+    module, reason = cpu_scan_extension()
+    if module is not None:
+        return True
+    if impl == 'cpu_kernel':
+        raise ScanConfigError(f'scan_impl="cpu_kernel": the C++ kernel did not build ({reason}); use '
+                              'scan_impl="chunked" (MMCAUSAL_VERBOSE_BUILD=1 shows the compiler output).')
+    _warn_chunked_fallback(reason)
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_chunked_fallback(reason: str) -> None:
+    warnings.warn(f'The CPU selective-scan kernel did not build ({reason}); De-focus Mamba runs the chunked PyTorch '
+                  'scan instead (several times slower). MMCAUSAL_VERBOSE_BUILD=1 shows the compiler output.')
+
+
 def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, impl: str = 'auto',
                    chunk_size: Optional[int] = None) -> Tensor:
     """``y = scan(u, delta, A, B, C)`` (module docstring); shapes as :func:`chunked_selective_scan`.
 
     Args:
-        impl: ``'auto'`` (the ``mamba_ssm`` kernel for CUDA tensors when installed, else chunked), ``'chunked'``,
-            ``'sequential'`` (the explicit reference) or ``'mamba_ssm'`` (required; a clear error if it is not
-            installed).
-        chunk_size: chunk length of the chunked scan.
+        impl: ``'auto'`` (CUDA tensors: the ``mamba_ssm`` kernel when installed, else chunked; CPU tensors: the CPU
+            kernel, chunked in an ONNX export or if the kernel does not build), ``'chunked'``, ``'sequential'`` (the
+            explicit reference), ``'mamba_ssm'`` or ``'cpu_kernel'`` (required; a clear error if unavailable).
+        chunk_size: chunk length of the chunked scan (the kernels do not take it).
     """
     check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
     if impl == 'sequential':
         return sequential_selective_scan(u, delta, A, B, C)
+    if impl == 'cpu_kernel' and u.device.type != 'cpu':
+        raise ScanConfigError(f'scan_impl="cpu_kernel" runs on CPU tensors only, got {u.device}; use '
+                              'scan_impl="auto" on this device.')
+    on_cpu = u.device.type == 'cpu' and not torch.compiler.is_exporting()
+    if (impl == 'cpu_kernel' or impl == 'auto' and on_cpu) and _takes_cpu_kernel(impl):
+        return cpu_kernel_selective_scan(u, delta, A, B, C)
     # only a CUDA scan looks for the kernel (an import attempt would also break a torch.compile graph)
     kernel = mamba_ssm_kernel() if impl == 'mamba_ssm' or impl == 'auto' and u.is_cuda else None
     if impl == 'mamba_ssm' and kernel is None:

@@ -101,7 +101,8 @@ class DefocusMambaMixer(BaseModule):
         decay_scale = layout.decay_scale if layout is not None else 1.
         length = x.shape[1]
         u, z = self.in_proj(x).chunk(2, dim=-1)
-        u = F.silu(self.conv1d(u.transpose(1, 2))[..., :length].transpose(1, 2))
+        # contiguous (b, L, E) rows, as the CPU scan kernel reads them (silu then saves this copy, not the conv output)
+        u = F.silu(self.conv1d(u.transpose(1, 2))[..., :length].transpose(1, 2).contiguous())
         dt, B, C = self.x_proj(u).split([self.dt_rank, self.state_dims, self.state_dims], dim=-1)
         if self.rope is not None:
             B, C = self.rope(B, C, position_scale=position_scale)

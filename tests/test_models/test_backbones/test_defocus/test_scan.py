@@ -1,12 +1,21 @@
-"""Selective scan: the chunked scan equals the step-by-step recurrence (values and gradients), stays finite at
-every chunk size, and the mamba_ssm dispatch hands the kernel its channels-first layout."""
+"""Selective scan: the chunked scan and the CPU kernel equal the step-by-step recurrence (values and gradients) and
+stay finite; the CPU kernel keeps no per-token state for backward; the dispatch takes the CPU kernel for CPU tensors
+(the chunked scan when it does not build) and hands the mamba_ssm kernel its channels-first layout."""
 import sys
 import types
 
 import pytest
 import torch
 
-from mmcausal.models.backbones.defocus import DefocusMambaMixer, ScanConfigError, chunked_selective_scan, selective_scan
+from mmcausal.models.backbones.defocus import (
+    DefocusMambaMixer,
+    ScanConfigError,
+    chunked_selective_scan,
+    cpu_scan,
+    scan,
+    selective_scan,
+)
+from mmcausal.models.backbones.defocus.cpu_scan import SEGMENT, compiler_flags, cpu_kernel_selective_scan
 from mmcausal.models.backbones.defocus.scan import _mamba_ssm_scan, mamba_ssm_kernel
 from reference.official_defocus import sequential_scan
 
@@ -38,10 +47,121 @@ def test_chunked_scan_equals_the_recurrence_with_gradients(length, chunk_size):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize('impl', ['chunked', 'sequential'])
-def test_every_pure_pytorch_implementation_equals_the_oracle(impl):
+@pytest.mark.parametrize('impl', ['chunked', 'sequential', 'cpu_kernel'])
+def test_every_cpu_implementation_equals_the_oracle(impl):
     operands = _operands(23)
     torch.testing.assert_close(selective_scan(*operands, impl=impl), sequential_scan(*operands), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize('length,channels,states', [(1, 6, 4), (SEGMENT - 1, 5, 3), (SEGMENT, 8, 4),
+                                                     (SEGMENT + 1, 9, 16), (3 * SEGMENT + 5, 17, 5), (197, 64, 16)])
+def test_cpu_kernel_equals_the_recurrence_with_gradients(length, channels, states):
+    """Lengths around the kernel's segment (the states it keeps for backward), channel counts that are no multiple of
+    the vector width, fp64."""
+    operands = _operands(length, channels=channels, states=states)
+    expected = sequential_scan(*operands)
+    actual = cpu_kernel_selective_scan(*operands)
+    torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
+    grad = torch.randn_like(expected)
+    for got, want in zip(torch.autograd.grad(actual, operands, grad), torch.autograd.grad(expected, operands, grad)):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_cpu_kernel_passes_gradcheck_and_is_finite_with_strong_decays():
+    assert torch.autograd.gradcheck(cpu_kernel_selective_scan, _operands(40, batch=1, channels=3, states=2))
+    operands = _operands(300, delta_max=20.0, dtype=torch.float32)
+    actual = cpu_kernel_selective_scan(*operands)
+    actual.sum().backward()
+    assert torch.isfinite(actual).all() and all(torch.isfinite(t.grad).all() for t in operands)
+    torch.testing.assert_close(actual, sequential_scan(*operands), rtol=1e-4, atol=1e-4)
+
+
+def test_cpu_kernel_gradients_do_not_depend_on_the_thread_count():
+    """B's and C's gradients sum over channel blocks that the threads share (one partial sum per thread)."""
+    operands = _operands(70, channels=64, states=16)
+    grad = torch.randn(2, 70, 64, dtype=torch.float64)
+    threads = torch.get_num_threads()
+    results = []
+    try:
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            results.append(torch.autograd.grad(cpu_kernel_selective_scan(*operands), operands, grad))
+    finally:
+        torch.set_num_threads(threads)
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_cpu_kernel_keeps_no_per_token_state_for_backward():
+    """Saved for backward: the operands and the state every SEGMENT tokens, never a (b, L, E, N) tensor."""
+    batch, length, channels, states = 2, 8 * SEGMENT, 32, 16
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+        cpu_kernel_selective_scan(*_operands(length, batch=batch, channels=channels, states=states,
+                                             dtype=torch.float32))
+    assert max(saved) <= batch * length * channels
+    assert sum(saved) < batch * length * channels * states / 4
+
+
+def test_cpu_kernel_keeps_an_fp32_state_under_bf16_and_autocast():
+    operands = _operands(97, dtype=torch.float32)
+    actual = cpu_kernel_selective_scan(*(t.bfloat16() for t in operands))
+    assert actual.dtype == torch.float32
+    torch.testing.assert_close(actual, sequential_scan(*(t.bfloat16() for t in operands)), rtol=1e-4, atol=1e-4)
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        assert torch.equal(cpu_kernel_selective_scan(*operands), cpu_kernel_selective_scan(*operands))
+
+
+def test_cpu_kernel_compiles_into_one_graph():
+    operands = _operands(45, dtype=torch.float32)
+    compiled = torch.compile(selective_scan, backend='eager', fullgraph=True)
+    torch.testing.assert_close(compiled(*operands), cpu_kernel_selective_scan(*operands), rtol=0, atol=0)
+
+
+def test_auto_takes_the_cpu_kernel_on_cpu_and_the_chunked_scan_where_it_does_not_build(monkeypatch):
+    operands = _operands(33)
+    calls = []
+    monkeypatch.setattr(scan, 'cpu_kernel_selective_scan', lambda *x: calls.append(1) or cpu_kernel_selective_scan(*x))
+    selective_scan(*operands)
+    assert calls == [1]
+    monkeypatch.setattr(scan, 'cpu_scan_extension', lambda: (None, 'CalledProcessError: no compiler'))
+    scan._warn_chunked_fallback.cache_clear()
+    with pytest.warns(UserWarning, match='no compiler.*chunked PyTorch scan'):
+        fallback = selective_scan(*operands)
+    assert calls == [1]
+    torch.testing.assert_close(fallback, chunked_selective_scan(*operands), rtol=0, atol=0)
+    with pytest.raises(ScanConfigError, match='no compiler.*scan_impl="chunked"'):
+        selective_scan(*operands, impl='cpu_kernel')
+    scan._warn_chunked_fallback.cache_clear()
+
+
+def test_cpu_kernel_build_failure_is_one_line(monkeypatch):
+    from torch.utils import cpp_extension
+
+    def fail(**kwargs):
+        raise RuntimeError('Error building extension:\n  lots of compiler output\nfatal error: omp.h: No such file')
+
+    cpu_scan.cpu_scan_extension.cache_clear()
+    monkeypatch.setattr(cpp_extension, 'load', fail)
+    try:
+        assert cpu_scan.cpu_scan_extension() == (None, 'RuntimeError: fatal error: omp.h: No such file')
+        with pytest.raises(cpu_scan.CPUScanUnavailable, match='omp.h.*scan_impl="chunked"'):
+            cpu_scan._extension()
+    finally:
+        cpu_scan.cpu_scan_extension.cache_clear()
+
+
+@pytest.mark.parametrize('capability,platform,expected', [
+    ('AVX2', 'linux', ['-O3', '-mavx2', '-mfma', '-DCPU_CAPABILITY=AVX2', '-DCPU_CAPABILITY_AVX2', '-fopenmp']),
+    ('AVX512', 'linux', ['-O3', '-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mfma',
+                         '-DCPU_CAPABILITY=AVX512', '-DCPU_CAPABILITY_AVX512', '-fopenmp']),
+    ('SVE256', 'linux', ['-O3', '-DCPU_CAPABILITY=DEFAULT', '-DCPU_CAPABILITY_DEFAULT', '-fopenmp']),
+    ('DEFAULT', 'darwin', ['-O3', '-DCPU_CAPABILITY=DEFAULT', '-DCPU_CAPABILITY_DEFAULT']),
+    ('AVX2', 'win32', ['/O2']),
+])
+def test_cpu_kernel_compiler_flags_follow_torch_cpu_capability(capability, platform, expected):
+    assert compiler_flags(capability, platform) == expected
 
 
 @pytest.mark.parametrize('length,chunk_size', [(64, 8), (7, 7)])
@@ -110,6 +230,9 @@ def test_bad_settings_are_user_errors():
         DefocusMambaMixer(32, chunk_size=2.5)
     with pytest.raises(ScanConfigError, match='scan_impl'):
         selective_scan(*operands, impl='cuda')
+    meta = [torch.empty(t.shape, device='meta') for t in operands]
+    with pytest.raises(ScanConfigError, match='CPU tensors only'):
+        selective_scan(*meta, impl='cpu_kernel')
 
 
 @pytest.fixture
@@ -148,7 +271,7 @@ def test_mamba_ssm_kernel_gets_its_layout_one_dtype_and_the_same_result(fake_mam
 
 def test_auto_uses_the_kernel_only_for_cuda_tensors(fake_mamba_ssm):
     selective_scan(*_operands(9), impl='auto')
-    assert fake_mamba_ssm == []  # CPU tensors: the chunked scan
+    assert fake_mamba_ssm == []  # CPU tensors: the CPU kernel
     with pytest.raises(ScanConfigError, match='CUDA tensors only'):
         selective_scan(*_operands(9), impl='mamba_ssm')
 
