@@ -30,10 +30,11 @@ _SIMD_FLAGS = {
 
 def compiler_flags(capability: str, platform: str = sys.platform) -> List[str]:
     """Flags for ATen's vector types at the CPU capability torch uses (``torch.backends.cpu.get_cpu_capability()``):
-    AVX2 / AVX512 code where torch itself runs it, the portable ``DEFAULT`` vectors elsewhere; OpenMP except on
-    macOS (its clang has none)."""
+    AVX2 / AVX512 code where torch itself runs it, the portable ``DEFAULT`` vectors elsewhere; OpenMP, which ATen's
+    ``parallel_for`` header needs where torch was built with it. Built and tested with gcc on Linux; Apple's clang
+    has no ``-fopenmp`` (there the build can fail, and the chunked scan runs)."""
     if platform == 'win32':
-        return ['/O2']
+        return ['/O2', '/openmp']
     simd = capability if capability in _SIMD_FLAGS else 'DEFAULT'
     flags = ['-O3', *(_SIMD_FLAGS.get(simd, [])), f'-DCPU_CAPABILITY={simd}', f'-DCPU_CAPABILITY_{simd}']
     return flags + ([] if platform == 'darwin' else ['-fopenmp'])
@@ -56,9 +57,16 @@ def cpu_scan_extension() -> Tuple[Optional[object], str]:
                                     extra_cflags=flags, extra_ldflags=[f for f in flags if f == '-fopenmp'],
                                     verbose=bool(os.environ.get('MMCAUSAL_VERBOSE_BUILD')))
     except Exception as error:  # noqa: BLE001 -- any build failure means: use the PyTorch scan
-        lines = [line for line in str(error).strip().splitlines() if line.strip()]
-        return None, f'{type(error).__name__}: {lines[-1] if lines else ""}'.strip()
+        return None, f'{type(error).__name__}: {build_error_line(str(error))}'.strip()
     return module, ''
+
+
+def build_error_line(message: str) -> str:
+    """The line of a build failure that says what went wrong: the compiler's first ``error:`` line (the build
+    log ends with ninja's "build stopped: subcommand failed"), else the last line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    errors = [line for line in lines if 'error:' in line.lower()]
+    return (errors or lines or [''])[0 if errors else -1]
 
 
 class CPUScanUnavailable(UserInputError, RuntimeError):
@@ -69,7 +77,7 @@ def _extension():
     module, reason = cpu_scan_extension()
     if module is None:
         raise CPUScanUnavailable(f'the CPU selective-scan kernel did not build ({reason}); set scan_impl="chunked" '
-                                 '(set MMCAUSAL_VERBOSE_BUILD=1 to see the compiler output)')
+                                 '(MMCAUSAL_VERBOSE_BUILD=1 in a new process shows the compiler output)')
     return module
 
 
@@ -99,6 +107,7 @@ def _(u: Tensor, delta: Tensor, At: Tensor, B: Tensor, C: Tensor, checkpoints: T
 
 def _setup_context(ctx, inputs, output) -> None:
     u, delta, At, B, C, segment = inputs
+    ctx.mark_non_differentiable(output[1])
     ctx.save_for_backward(u, delta, At, B, C, output[1])
     ctx.segment = segment
 

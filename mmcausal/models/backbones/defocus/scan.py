@@ -246,18 +246,26 @@ def _mamba_ssm_scan(kernel: Callable, u: Tensor, delta: Tensor, A: Tensor, B: Te
     return y.transpose(1, 2).float()
 
 
+@torch.compiler.assume_constant_result
+def _cpu_kernel_built() -> bool:
+    """Whether the CPU kernel is built (building it if needed); a constant to ``torch.compile``, which calls it once
+    while it traces."""
+    return cpu_scan_extension()[0] is not None
+
+
 def _takes_cpu_kernel(impl: str) -> bool:
     """Whether a CPU scan takes the CPU kernel: always for ``'cpu_kernel'`` (a :class:`ScanConfigError` if it cannot
-    be built); for ``'auto'`` if it builds (else a warning, once, and the chunked scan). Under ``torch.compile`` the
-    op goes into the graph as it is (a build failure then raises when it runs)."""
+    be built); for ``'auto'`` if it builds (else a warning, once, and the chunked scan; a compiled graph takes the
+    chunked scan without the warning)."""
     if torch.compiler.is_compiling():
-        return True
+        return impl == 'cpu_kernel' or _cpu_kernel_built()
     module, reason = cpu_scan_extension()
     if module is not None:
         return True
     if impl == 'cpu_kernel':
         raise ScanConfigError(f'scan_impl="cpu_kernel": the C++ kernel did not build ({reason}); use '
-                              'scan_impl="chunked" (MMCAUSAL_VERBOSE_BUILD=1 shows the compiler output).')
+                              'scan_impl="chunked" (MMCAUSAL_VERBOSE_BUILD=1 in a new process shows the compiler '
+                              'output).')
     _warn_chunked_fallback(reason)
     return False
 
@@ -265,7 +273,8 @@ def _takes_cpu_kernel(impl: str) -> bool:
 @functools.lru_cache(maxsize=None)
 def _warn_chunked_fallback(reason: str) -> None:
     warnings.warn(f'The CPU selective-scan kernel did not build ({reason}); De-focus Mamba runs the chunked PyTorch '
-                  'scan instead (several times slower). MMCAUSAL_VERBOSE_BUILD=1 shows the compiler output.')
+                  'scan instead (several times slower). MMCAUSAL_VERBOSE_BUILD=1 in a new process shows the compiler '
+                  'output.')
 
 
 def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, impl: str = 'auto',
@@ -274,8 +283,9 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
 
     Args:
         impl: ``'auto'`` (CUDA tensors: the ``mamba_ssm`` kernel when installed, else chunked; CPU tensors: the CPU
-            kernel, chunked in an ONNX export or if the kernel does not build), ``'chunked'``, ``'sequential'`` (the
-            explicit reference), ``'mamba_ssm'`` or ``'cpu_kernel'`` (required; a clear error if unavailable).
+            kernel, chunked in an export or a jit trace or if the kernel does not build), ``'chunked'``,
+            ``'sequential'`` (the explicit reference), ``'mamba_ssm'`` or ``'cpu_kernel'`` (required; a clear error if
+            unavailable).
         chunk_size: chunk length of the chunked scan (the kernels do not take it).
     """
     check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
@@ -284,7 +294,8 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
     if impl == 'cpu_kernel' and u.device.type != 'cpu':
         raise ScanConfigError(f'scan_impl="cpu_kernel" runs on CPU tensors only, got {u.device}; use '
                               'scan_impl="auto" on this device.')
-    on_cpu = u.device.type == 'cpu' and not torch.compiler.is_exporting()
+    # an export or a jit trace gets the chunked scan: standard ops, no custom op in the graph
+    on_cpu = u.device.type == 'cpu' and not (torch.compiler.is_exporting() or torch.jit.is_tracing())
     if (impl == 'cpu_kernel' or impl == 'auto' and on_cpu) and _takes_cpu_kernel(impl):
         return cpu_kernel_selective_scan(u, delta, A, B, C)
     # only a CUDA scan looks for the kernel (an import attempt would also break a torch.compile graph)

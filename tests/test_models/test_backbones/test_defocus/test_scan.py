@@ -76,8 +76,9 @@ def test_cpu_kernel_passes_gradcheck_and_is_finite_with_strong_decays():
     torch.testing.assert_close(actual, sequential_scan(*operands), rtol=1e-4, atol=1e-4)
 
 
-def test_cpu_kernel_gradients_do_not_depend_on_the_thread_count():
-    """B's and C's gradients sum over channel blocks that the threads share (one partial sum per thread)."""
+def test_cpu_kernel_gradients_agree_at_every_thread_count():
+    """B's and C's gradients sum over channel blocks that the threads share (one partial sum per thread, so the
+    order of the sum, not the value, depends on the thread count)."""
     operands = _operands(70, channels=64, states=16)
     grad = torch.randn(2, 70, 64, dtype=torch.float64)
     threads = torch.get_num_threads()
@@ -136,16 +137,32 @@ def test_auto_takes_the_cpu_kernel_on_cpu_and_the_chunked_scan_where_it_does_not
     scan._warn_chunked_fallback.cache_clear()
 
 
+def test_a_compiled_scan_takes_the_chunked_scan_where_the_kernel_does_not_build(monkeypatch):
+    """As in eager mode: a failed build is no error under torch.compile either."""
+    operands = _operands(33, dtype=torch.float32)
+    monkeypatch.setattr(scan, 'cpu_scan_extension', lambda: (None, 'CalledProcessError: no compiler'))
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(selective_scan, backend='eager', fullgraph=True)
+        torch.testing.assert_close(compiled(*operands), chunked_selective_scan(*operands), rtol=0, atol=0)
+    finally:
+        torch._dynamo.reset()
+
+
 def test_cpu_kernel_build_failure_is_one_line(monkeypatch):
     from torch.utils import cpp_extension
 
-    def fail(**kwargs):
-        raise RuntimeError('Error building extension:\n  lots of compiler output\nfatal error: omp.h: No such file')
+    def fail(**kwargs):  # what torch's builder raises: the whole ninja log, ending with ninja's own last word
+        raise RuntimeError("Error building extension 'mmcausal_selective_scan_cpu_avx2': [1/2] c++ -MMD -MF x.o.d "
+                           '-O3 -fopenmp -c selective_scan_cpu.cpp -o x.o\nFAILED: x.o\n'
+                           'selective_scan_cpu.cpp:15:10: fatal error: omp.h: No such file or directory\n'
+                           'compilation terminated.\nninja: build stopped: subcommand failed.\n')
 
     cpu_scan.cpu_scan_extension.cache_clear()
     monkeypatch.setattr(cpp_extension, 'load', fail)
     try:
-        assert cpu_scan.cpu_scan_extension() == (None, 'RuntimeError: fatal error: omp.h: No such file')
+        assert cpu_scan.cpu_scan_extension() == (
+            None, 'RuntimeError: selective_scan_cpu.cpp:15:10: fatal error: omp.h: No such file or directory')
         with pytest.raises(cpu_scan.CPUScanUnavailable, match='omp.h.*scan_impl="chunked"'):
             cpu_scan._extension()
     finally:
@@ -158,7 +175,7 @@ def test_cpu_kernel_build_failure_is_one_line(monkeypatch):
                          '-DCPU_CAPABILITY=AVX512', '-DCPU_CAPABILITY_AVX512', '-fopenmp']),
     ('SVE256', 'linux', ['-O3', '-DCPU_CAPABILITY=DEFAULT', '-DCPU_CAPABILITY_DEFAULT', '-fopenmp']),
     ('DEFAULT', 'darwin', ['-O3', '-DCPU_CAPABILITY=DEFAULT', '-DCPU_CAPABILITY_DEFAULT']),
-    ('AVX2', 'win32', ['/O2']),
+    ('AVX2', 'win32', ['/O2', '/openmp']),
 ])
 def test_cpu_kernel_compiler_flags_follow_torch_cpu_capability(capability, platform, expected):
     assert compiler_flags(capability, platform) == expected

@@ -11,6 +11,8 @@
 // exponentials are of non-positive numbers (decays): finite for any delta >= 0.
 //
 // Operands (contiguous, one floating dtype): u, delta (b, L, E); A transposed, At (N, E); B, C (b, L, N).
+// The last block of channels may be partial: Vectorized<T>::loadu(ptr, count) fills the lanes past `count` with
+// zeros (so lane_sum adds nothing for them) and store(ptr, count) writes `count` lanes only.
 #include <torch/extension.h>
 
 #include <ATen/Parallel.h>
@@ -139,14 +141,22 @@ void scan_backward_kernel(const T* u, const T* delta, const T* At, const T* B, c
   });
 }
 
-Shape shape_of(const at::Tensor& u, const at::Tensor& B, int64_t segment) {
-  TORCH_CHECK(u.dim() == 3 && B.dim() == 3 && segment > 0, "selective scan: bad operand shapes");
+Shape shape_of(const at::Tensor& u, const at::Tensor& delta, const at::Tensor& At, const at::Tensor& B,
+               const at::Tensor& C, int64_t segment) {
+  TORCH_CHECK(u.dim() == 3 && u.size(1) > 0 && segment > 0, "selective scan: u must be (b, L > 0, E)");
+  TORCH_CHECK(delta.sizes() == u.sizes() && B.dim() == 3 && B.size(0) == u.size(0) && B.size(1) == u.size(1) &&
+                  C.sizes() == B.sizes() && At.dim() == 2 && At.size(0) == B.size(2) && At.size(1) == u.size(2),
+              "selective scan: expected u, delta (b, L, E), At (N, E), B, C (b, L, N)");
+  for (const at::Tensor* t : {&u, &delta, &At, &B, &C}) {
+    TORCH_CHECK(t->device().is_cpu() && t->is_contiguous() && t->scalar_type() == u.scalar_type(),
+                "selective scan: operands must be contiguous CPU tensors of one dtype");
+  }
   return {u.size(0), u.size(1), u.size(2), B.size(2), segment};
 }
 
 std::vector<at::Tensor> scan_forward(const at::Tensor& u, const at::Tensor& delta, const at::Tensor& At,
                                      const at::Tensor& B, const at::Tensor& C, int64_t segment) {
-  const Shape s = shape_of(u, B, segment);
+  const Shape s = shape_of(u, delta, At, B, C, segment);
   auto y = at::empty_like(u);
   auto checkpoints = at::empty({s.batch, s.checkpoints(), s.states, s.channels}, u.options());
   AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "selective_scan_forward", [&] {
@@ -160,11 +170,18 @@ std::vector<at::Tensor> scan_forward(const at::Tensor& u, const at::Tensor& delt
 std::vector<at::Tensor> scan_backward(const at::Tensor& u, const at::Tensor& delta, const at::Tensor& At,
                                       const at::Tensor& B, const at::Tensor& C, const at::Tensor& checkpoints,
                                       const at::Tensor& gy, int64_t segment) {
-  const Shape s = shape_of(u, B, segment);
-  const int64_t parts = std::max<int64_t>(1, at::get_num_threads());
+  const Shape s = shape_of(u, delta, At, B, C, segment);
+  TORCH_CHECK(gy.sizes() == u.sizes() && gy.is_contiguous() && gy.scalar_type() == u.scalar_type() &&
+                  checkpoints.is_contiguous() && checkpoints.scalar_type() == u.scalar_type() &&
+                  checkpoints.numel() == s.batch * s.checkpoints() * s.states * s.channels,
+              "selective scan: bad gradient or checkpoints");
   auto gu = at::empty_like(u), gdelta = at::empty_like(u), gAt = at::empty_like(At);
   at::Tensor gB_parts, gC_parts;
   AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "selective_scan_backward", [&] {
+    // one partial sum of gB / gC per thread (never more parts than blocks of channels)
+    const int64_t blocks = (s.channels + at::vec::Vectorized<scalar_t>::size() - 1) /
+                           at::vec::Vectorized<scalar_t>::size();
+    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), blocks));
     gB_parts = at::zeros({parts, s.batch, s.length, s.states}, u.options());
     gC_parts = at::zeros({parts, s.batch, s.length, s.states}, u.options());
     scan_backward_kernel<scalar_t>(u.data_ptr<scalar_t>(), delta.data_ptr<scalar_t>(), At.data_ptr<scalar_t>(),
