@@ -69,6 +69,12 @@ def build_error_line(message: str) -> str:
     return (errors or lines or [''])[0 if errors else -1]
 
 
+def not_built(reason: str) -> str:
+    """The one sentence every report of a failed build starts with (errors and the fallback warning)."""
+    return (f'the CPU selective-scan kernel did not build ({reason}); MMCAUSAL_VERBOSE_BUILD=1 in a new process '
+            'shows the compiler output')
+
+
 class CPUScanUnavailable(UserInputError, RuntimeError):
     """The CPU kernel could not be built, raised where a compiled graph holds the kernel's op."""
 
@@ -76,8 +82,7 @@ class CPUScanUnavailable(UserInputError, RuntimeError):
 def _extension():
     module, reason = cpu_scan_extension()
     if module is None:
-        raise CPUScanUnavailable(f'the CPU selective-scan kernel did not build ({reason}); set scan_impl="chunked" '
-                                 '(MMCAUSAL_VERBOSE_BUILD=1 in a new process shows the compiler output)')
+        raise CPUScanUnavailable(f'{not_built(reason)}; set scan_impl="chunked".')
     return module
 
 

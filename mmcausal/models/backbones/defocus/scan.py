@@ -37,7 +37,7 @@ from torch.autograd.function import once_differentiable
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
-from .cpu_scan import cpu_kernel_selective_scan, cpu_scan_extension
+from .cpu_scan import cpu_kernel_selective_scan, cpu_scan_extension, not_built
 
 SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel')
 
@@ -263,18 +263,16 @@ def _takes_cpu_kernel(impl: str) -> bool:
     if module is not None:
         return True
     if impl == 'cpu_kernel':
-        raise ScanConfigError(f'scan_impl="cpu_kernel": the C++ kernel did not build ({reason}); use '
-                              'scan_impl="chunked" (MMCAUSAL_VERBOSE_BUILD=1 in a new process shows the compiler '
-                              'output).')
+        raise ScanConfigError(f'scan_impl="cpu_kernel": {not_built(reason)}; use scan_impl="chunked".')
     _warn_chunked_fallback(reason)
     return False
 
 
 @functools.lru_cache(maxsize=None)
 def _warn_chunked_fallback(reason: str) -> None:
-    warnings.warn(f'The CPU selective-scan kernel did not build ({reason}); De-focus Mamba runs the chunked PyTorch '
-                  'scan instead (several times slower). MMCAUSAL_VERBOSE_BUILD=1 in a new process shows the compiler '
-                  'output.')
+    message = not_built(reason)
+    warnings.warn(f'{message[0].upper()}{message[1:]}. De-focus Mamba runs the chunked PyTorch scan instead '
+                  '(several times slower).')
 
 
 def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, impl: str = 'auto',
