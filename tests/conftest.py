@@ -4,6 +4,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Without a GPU, Triton kernels run in Triton's interpreter on CPU tensors (the De-focus Triton scan's tests); it is
+# chosen when triton is first imported, so before anything is: here, and so in the zygote and every tool it runs
+if not Path('/dev/nvidiactl').exists():
+    os.environ.setdefault('TRITON_INTERPRET', '1')
 
 import pytest  # noqa: E402
 

@@ -297,11 +297,12 @@ def test_scan_benchmark_reports_a_case_over_its_memory_cap_as_out_of_memory():
 
 
 def test_benchmark_tools_refuse_bad_options_in_one_line(monkeypatch):
-    """A scan memory cap that is not positive, timm keyword arguments without a value and an unknown timm model
-    (timm stubbed) stop with one line that says what to change."""
+    """A scan memory cap that is not positive, a GPU scan on the CPU (or the CPU kernel on a GPU), timm keyword
+    arguments without a value and an unknown timm model (timm stubbed) stop with one line that says what to change."""
     scan = _load_tool('tools/analysis_tools/benchmark_scan.py')
-    with pytest.raises(SystemExit):
-        scan.parse_args(['--memory-limit-gib', '0'])
+    for options in (['--memory-limit-gib', '0'], ['--impls', 'triton'], ['--device', 'cuda', '--impls', 'cpu_kernel']):
+        with pytest.raises(SystemExit):
+            scan.parse_args(options)
     benchmark = _load_tool('tools/analysis_tools/benchmark.py')
 
     def create_model(name, pretrained, **kwargs):

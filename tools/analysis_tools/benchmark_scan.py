@@ -1,15 +1,19 @@
-"""Selective scan on CPU, forward + backward: the CPU kernel (mmcausal's default on CPU, built on first use), the
-chunked PyTorch scan (its fallback), the step-by-step recurrence under autograd (``mamba_ssm``'s
-``selective_scan_ref`` pattern) and mambapy's parallel scan (``pscan``, alxndrTL/mamba.py, ``pip install mambapy``:
-its ``selective_scan`` without the ``D`` skip).
+"""Selective scan, forward + backward: the CPU kernel (mmcausal's default on CPU, built on first use), the Triton
+kernels (the default on CUDA, ``--device cuda``), the chunked PyTorch scan (the fallback), the step-by-step recurrence
+under autograd (``mamba_ssm``'s ``selective_scan_ref`` pattern), ``mamba_ssm``'s CUDA kernel (``pip install
+mamba-ssm``) and mambapy's parallel scan (``pscan``, alxndrTL/mamba.py, ``pip install mambapy``: its
+``selective_scan`` without the ``D`` skip).
 
     python tools/analysis_tools/benchmark_scan.py --shapes 2x197x1536 32x65x128 1x1025x1536 --chunks auto 16 64
     python tools/analysis_tools/benchmark_scan.py --impls cpu_kernel chunked mambapy --shapes 1x197x1536 8x4097x1536 \\
         --rounds 3 --memory-limit-gib 12
+    python tools/analysis_tools/benchmark_scan.py --device cuda --impls triton chunked mamba_ssm \
+        --shapes 8x197x1536 1x4097x1536 --repeats 10
 
 Shapes are ``batch x tokens x channels`` (De-focus Mamba-B: 1536 channels, 197 tokens at 224 px; N = 16 states).
 Each case runs in a fresh process: time is the median of ``--repeats`` forward + backward passes after one
-warm-up, memory the process's peak resident set above the inputs (allocator-dependent, +-10 %). ``--rounds R``
+warm-up, memory the process's peak resident set above the inputs (allocator-dependent, +-10 %; on CUDA the peak
+of allocated GPU memory above the inputs). ``--rounds R``
 runs every case R times, round-robin over the cases (the machine's drift reaches them all alike), and reports the
 median time with its range and the median peak. ``--memory-limit-gib G`` caps what a case may allocate (its
 address space above the start); a case that needs more is reported as out of memory instead of swapping or
@@ -27,7 +31,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-IMPLS = ('sequential', 'chunked', 'cpu_kernel', 'mambapy')
+IMPLS = ('sequential', 'chunked', 'cpu_kernel', 'triton', 'mamba_ssm', 'mambapy')
+GPU_IMPLS = ('triton', 'mamba_ssm')
 
 
 def mambapy_scan(u, delta, A, B, C):
@@ -50,38 +55,39 @@ def limit_memory(gib: Optional[float]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (current + int(gib * 2**30), resource.RLIM_INFINITY))
 
 
-def measure(impl: str, shape: str, chunk: str, repeats: int, memory_limit_gib: Optional[float] = None) -> dict:
+def measure(impl: str, shape: str, chunk: str, repeats: int, memory_limit_gib: Optional[float] = None,
+            device: str = 'cpu') -> dict:
     """One case in this process: ``{'time': s, 'peak_mib', 'checksum'}`` or ``{'out_of_memory': True}``."""
     import torch
 
-    from mmcausal.models.backbones.defocus import chunked_selective_scan, sequential_selective_scan
-    from mmcausal.models.backbones.defocus.cpu_scan import cpu_kernel_selective_scan
+    from mmcausal.models.backbones.defocus import selective_scan
     batch, length, channels = map(int, shape.split('x'))
     torch.manual_seed(0)
     operands = [torch.randn(batch, length, channels), torch.rand(batch, length, channels) * 0.1,
                 -torch.arange(1., 17.).repeat(channels, 1), torch.randn(batch, length, 16),
                 torch.randn(batch, length, 16)]
-    operands = [t.requires_grad_() for t in operands]
-    if impl == 'sequential':
-        def scan():
-            return sequential_selective_scan(*operands)
-    elif impl == 'mambapy':
-        def scan():
+    operands = [t.to(device).requires_grad_() for t in operands]
+    cuda = device.startswith('cuda')
+
+    def scan():
+        if impl == 'mambapy':
             return mambapy_scan(*operands)
-    elif impl == 'cpu_kernel':
-        def scan():
-            return cpu_kernel_selective_scan(*operands)
-    else:
-        def scan():
-            return chunked_selective_scan(*operands, chunk_size=None if chunk == 'auto' else int(chunk))
+        return selective_scan(*operands, impl=impl, chunk_size=None if chunk in ('auto', '-') else int(chunk))
+
+    def synchronize():
+        if cuda:
+            torch.cuda.synchronize()
+
     limit_memory(memory_limit_gib)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = torch.cuda.memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     times, checksum = [], None
     try:
         for _ in range(repeats + 1):
+            synchronize()
             start = time.perf_counter()
             y = scan()
             y.square().mean().backward()
+            synchronize()
             times.append(time.perf_counter() - start)
             checksum = y.detach().double().sum().item()
             del y
@@ -89,8 +95,8 @@ def measure(impl: str, shape: str, chunk: str, repeats: int, memory_limit_gib: O
         if isinstance(error, RuntimeError) and 'alloc' not in str(error):
             raise
         return dict(out_of_memory=True)
-    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
-    return dict(time=statistics.median(times[1:]), peak_mib=peak, checksum=checksum)
+    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return dict(time=statistics.median(times[1:]), peak_mib=(peak - base) / 2**20, checksum=checksum)
 
 
 def summarise(runs: List[dict]) -> str:
@@ -114,12 +120,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--rounds', type=int, default=1, help='measure every case this many times, round-robin')
     parser.add_argument('--memory-limit-gib', type=float, help='what one case may allocate (default: no cap)')
+    parser.add_argument('--device', default='cpu', help='cpu or cuda (the triton and mamba_ssm scans need cuda)')
     parser.add_argument('--measure', nargs=3, help=argparse.SUPPRESS)  # internal: one case in this process
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.repeats < 1:
         parser.error('--rounds and --repeats must be at least 1')
     if args.memory_limit_gib is not None and args.memory_limit_gib <= 0:
         parser.error(f'--memory-limit-gib must be positive, got {args.memory_limit_gib}')
+    if args.device == 'cpu' and set(args.impls) & set(GPU_IMPLS):
+        parser.error(f'--impls {" ".join(sorted(set(args.impls) & set(GPU_IMPLS)))} run on --device cuda')
+    if args.device != 'cpu' and 'cpu_kernel' in args.impls:
+        parser.error('--impls cpu_kernel runs on --device cpu')
     if 'mambapy' in args.impls and importlib.util.find_spec('mambapy') is None:
         parser.error('--impls mambapy needs mambapy: pip install -r requirements/optional.txt')
     return args
@@ -128,7 +139,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     if args.measure:
-        print(json.dumps(measure(*args.measure, args.repeats, args.memory_limit_gib)))
+        print(json.dumps(measure(*args.measure, args.repeats, args.memory_limit_gib, args.device)))
         return
     cases = [(shape, impl, chunk) for shape in args.shapes for impl in args.impls
              for chunk in (args.chunks if impl == 'chunked' else ['-'])]
@@ -136,8 +147,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     limit = ['--memory-limit-gib', str(args.memory_limit_gib)] if args.memory_limit_gib is not None else []
     for _ in range(args.rounds):
         for case in cases:
-            child = subprocess.run([sys.executable, __file__, '--repeats', str(args.repeats), *limit,
-                                    '--measure', case[1], case[0], case[2]], capture_output=True, text=True)
+            command = [sys.executable, __file__, '--repeats', str(args.repeats), *limit, '--device', args.device,
+                       '--measure', case[1], case[0], case[2]]
+            child = subprocess.run(command, capture_output=True, text=True)
             if child.returncode:
                 print(f'{case} failed:\n{child.stderr.strip()[-2000:]}', file=sys.stderr)
                 continue

@@ -5,10 +5,10 @@ For every channel ``e`` and state dim ``n`` (diagonal, real ``A``)::
     h_t = exp(delta_t,e * A_e,n) * h_{t-1} + delta_t,e * u_t,e * B_t,n
     y_t,e = sum_n h_t,e,n * C_t,n
 
-:func:`selective_scan` is the one entry point. It runs ``mamba_ssm``'s CUDA kernel when that optional package
-is installed with its extension and the tensors are on CUDA, the CPU kernel of :mod:`.cpu_scan` for CPU tensors
-(built on first use), and :func:`chunked_selective_scan`, pure PyTorch, everywhere else: on CUDA without
-``mamba_ssm``, in an ONNX export, and where the CPU kernel cannot be built.
+:func:`selective_scan` is the one entry point. For CUDA tensors it runs the Triton kernels of :mod:`.triton_scan`
+(Triton ships with torch's CUDA builds), for CPU tensors the C++ kernel of :mod:`.cpu_scan` (built on first use),
+and :func:`chunked_selective_scan`, pure PyTorch, everywhere else: in an ONNX export or a jit trace, and where
+neither kernel is available. ``mamba_ssm``'s CUDA kernel (the official code's) is taken when asked for by name.
 
 The chunked scan splits the sequence into ``L / T`` chunks of ``T ~ 2 sqrt(L)`` tokens:
 
@@ -38,12 +38,19 @@ from torch.autograd.function import once_differentiable
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .cpu_scan import cpu_kernel_selective_scan, cpu_scan_extension, not_built
+from .triton_scan import TritonScanUnavailable, triton_available, triton_selective_scan
 
-SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel')
+SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel', 'triton')
 
 
 class ScanConfigError(UserInputError, ValueError):
     """An invalid selective-scan setting (unknown implementation, unavailable kernel, bad chunk size)."""
+
+
+@torch.compiler.assume_constant_result
+def _triton_importable() -> bool:
+    """Whether Triton imports; a constant to ``torch.compile``, which calls it once while it traces."""
+    return triton_available()
 
 
 @functools.lru_cache(maxsize=None)
@@ -280,10 +287,11 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
     """``y = scan(u, delta, A, B, C)`` (module docstring); shapes as :func:`chunked_selective_scan`.
 
     Args:
-        impl: ``'auto'`` (CUDA tensors: the ``mamba_ssm`` kernel when installed, else chunked; CPU tensors: the CPU
-            kernel, chunked in an export or a jit trace or if the kernel does not build), ``'chunked'``,
-            ``'sequential'`` (the explicit reference), ``'mamba_ssm'`` or ``'cpu_kernel'`` (required; a clear error if
-            unavailable).
+        impl: ``'auto'`` (CUDA tensors: the Triton kernels, ``mamba_ssm`` if installed where Triton is not;
+            CPU tensors: the CPU kernel, chunked if it does not build; chunked in an export or a jit trace),
+            ``'chunked'``, ``'sequential'`` (the explicit reference), ``'triton'`` (also on CPU tensors under
+            Triton's interpreter, ``TRITON_INTERPRET=1``), ``'mamba_ssm'`` or ``'cpu_kernel'`` (required; a clear
+            error if unavailable).
         chunk_size: chunk length of the chunked scan (the kernels do not take it).
     """
     check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
@@ -293,14 +301,22 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
         raise ScanConfigError(f'scan_impl="cpu_kernel" runs on CPU tensors only, got {u.device}; use '
                               'scan_impl="auto" on this device.')
     # an export or a jit trace gets the chunked scan: standard ops, no custom op in the graph
-    on_cpu = u.device.type == 'cpu' and not (torch.compiler.is_exporting() or torch.jit.is_tracing())
+    traced = torch.compiler.is_exporting() or torch.jit.is_tracing()
+    if impl == 'triton':
+        try:
+            return triton_selective_scan(u, delta, A, B, C)
+        except TritonScanUnavailable as error:
+            raise ScanConfigError(str(error)) from None
+    if impl == 'auto' and u.is_cuda and not traced and _triton_importable():
+        return triton_selective_scan(u, delta, A, B, C)
+    on_cpu = u.device.type == 'cpu' and not traced
     if (impl == 'cpu_kernel' or impl == 'auto' and on_cpu) and _takes_cpu_kernel(impl):
         return cpu_kernel_selective_scan(u, delta, A, B, C)
-    # only a CUDA scan looks for the kernel (an import attempt would also break a torch.compile graph)
+    # only a CUDA scan looks for mamba_ssm (an import attempt would also break a torch.compile graph)
     kernel = mamba_ssm_kernel() if impl == 'mamba_ssm' or impl == 'auto' and u.is_cuda else None
     if impl == 'mamba_ssm' and kernel is None:
         raise ScanConfigError('scan_impl="mamba_ssm" needs mamba_ssm with its CUDA extension (pip install '
-                              'mamba-ssm); use scan_impl="auto" to fall back to the pure PyTorch scan.')
+                              'mamba-ssm); use scan_impl="auto" for the Triton or the pure PyTorch scan.')
     if impl == 'mamba_ssm' and not u.is_cuda:
         raise ScanConfigError(f'scan_impl="mamba_ssm" runs on CUDA tensors only, got {u.device}; use '
                               'scan_impl="auto" or "chunked" on this device.')

@@ -1,6 +1,8 @@
-"""Selective scan: the chunked scan and the CPU kernel equal the step-by-step recurrence (values and gradients) and
-stay finite; the CPU kernel keeps no per-token state for backward; the dispatch takes the CPU kernel for CPU tensors
-(the chunked scan when it does not build) and hands the mamba_ssm kernel its channels-first layout."""
+"""Selective scan: the chunked scan, the CPU kernel and the Triton kernels equal the step-by-step recurrence (values
+and gradients) and stay finite; the kernels keep no per-token state for backward; the dispatch takes the CPU kernel
+for CPU tensors (the chunked scan when it does not build), the Triton kernels for CUDA tensors, and hands the
+mamba_ssm kernel its channels-first layout. Without a GPU the Triton kernels run in Triton's interpreter."""
+import functools
 import sys
 import types
 
@@ -14,9 +16,12 @@ from mmcausal.models.backbones.defocus import (
     cpu_scan,
     scan,
     selective_scan,
+    triton_scan,
 )
 from mmcausal.models.backbones.defocus.cpu_scan import SEGMENT, compiler_flags, cpu_kernel_selective_scan
 from mmcausal.models.backbones.defocus.scan import _mamba_ssm_scan, mamba_ssm_kernel
+from mmcausal.models.backbones.defocus.triton_scan import SEGMENT as TRITON_SEGMENT
+from mmcausal.models.backbones.defocus.triton_scan import triton_selective_scan
 from reference.official_defocus import sequential_scan
 
 
@@ -305,3 +310,104 @@ def test_missing_kernel_extension_is_a_clear_error(monkeypatch):
         selective_scan(*_operands(3), impl='mamba_ssm')
     assert torch.isfinite(selective_scan(*_operands(3), impl='auto')).all()
     mamba_ssm_kernel.cache_clear()
+
+
+@pytest.fixture
+def triton_device() -> str:
+    """Where the Triton scan's kernels run: compiled on a GPU, or on CPU tensors in Triton's interpreter
+    (``TRITON_INTERPRET=1``, which conftest.py sets where there is no GPU)."""
+    pytest.importorskip('triton')
+    if triton_scan.interpreting():
+        return 'cpu'
+    if not torch.cuda.is_available():
+        pytest.skip('no GPU and not in Triton\'s interpreter (TRITON_INTERPRET=1 before Python starts)')
+    return 'cuda'
+
+
+def _on(device, operands):
+    return [t.detach().to(device).requires_grad_() for t in operands]
+
+
+@pytest.mark.parametrize('length,channels,states', [(1, 6, 4), (TRITON_SEGMENT - 1, 5, 3), (TRITON_SEGMENT, 8, 4),
+                                                     (TRITON_SEGMENT + 1, 40, 16), (3 * TRITON_SEGMENT + 5, 17, 5)])
+def test_triton_scan_equals_the_recurrence_with_gradients(triton_device, length, channels, states):
+    """Lengths around the kernel's segment, channel counts across program blocks with a masked tail, state counts
+    that are no power of two (the kernel pads them), fp64."""
+    operands = _on(triton_device, _operands(length, channels=channels, states=states))
+    expected = sequential_scan(*operands)
+    actual = triton_selective_scan(*operands)
+    torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
+    grad = torch.randn_like(expected)
+    for got, want in zip(torch.autograd.grad(actual, operands, grad), torch.autograd.grad(expected, operands, grad)):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_triton_scan_passes_gradcheck_is_finite_with_strong_decays_and_deterministic(triton_device):
+    assert torch.autograd.gradcheck(triton_selective_scan, _on(triton_device, _operands(
+        TRITON_SEGMENT + 2, batch=1, channels=2, states=2)), fast_mode=True)
+    operands = _on(triton_device, _operands(150, delta_max=20.0, dtype=torch.float32))
+    actual = triton_selective_scan(*operands)
+    grad = torch.randn_like(actual)
+    gradients = torch.autograd.grad(actual, operands, grad)
+    assert torch.isfinite(actual).all() and all(torch.isfinite(g).all() for g in gradients)
+    torch.testing.assert_close(actual, sequential_scan(*operands), rtol=1e-4, atol=1e-4)
+    again = torch.autograd.grad(triton_selective_scan(*operands), operands, grad)  # no atomics: bit for bit
+    assert all(torch.equal(a, b) for a, b in zip(again, gradients))
+
+
+def test_triton_scan_keeps_no_per_token_state_and_an_fp32_state_under_bf16(triton_device):
+    batch, length, channels, states = 1, 4 * TRITON_SEGMENT, 32, 16
+    operands = _on(triton_device, _operands(length, batch=batch, channels=channels, states=states,
+                                            dtype=torch.float32))
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.numel()) or t, lambda t: t):
+        triton_selective_scan(*operands)
+    assert max(saved) <= batch * length * channels
+    assert sum(saved) < batch * length * channels * states / 4
+    short = _on(triton_device, _operands(40, dtype=torch.float32))
+    with torch.autocast(triton_device, dtype=torch.bfloat16):
+        actual = selective_scan(*(t.bfloat16() for t in short), impl='triton')
+    assert actual.dtype == torch.float32
+    torch.testing.assert_close(actual, sequential_scan(*(t.bfloat16() for t in short)), rtol=1e-4, atol=1e-4)
+
+
+def test_triton_scan_compiles_into_one_graph(triton_device):
+    operands = _on(triton_device, _operands(37, dtype=torch.float32))
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(functools.partial(selective_scan, impl='triton'), backend='eager', fullgraph=True)
+        actual = compiled(*operands)
+        actual.sum().backward()
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(actual, triton_selective_scan(*operands), rtol=0, atol=0)
+    assert all(t.grad is not None for t in operands)
+
+
+def test_triton_scan_runs_in_the_mixer(triton_device):
+    torch.manual_seed(0)
+    mixer = DefocusMambaMixer(32, scan_impl='triton').to(triton_device)
+    x = torch.randn(2, 23, 32, device=triton_device, requires_grad=True)
+    actual = mixer(x)
+    actual.sum().backward()
+    mixer.scan_impl = 'chunked'
+    torch.testing.assert_close(actual, mixer(x), rtol=1e-5, atol=1e-5)
+
+
+def test_triton_scan_where_it_cannot_run_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv('TRITON_INTERPRET', raising=False)
+    with pytest.raises(ScanConfigError, match=r'runs on CUDA tensors .*TRITON_INTERPRET=1.*got cpu tensors'):
+        selective_scan(*_operands(5), impl='triton')
+    monkeypatch.setattr(triton_scan, 'triton_available', lambda: False)
+    with pytest.raises(ScanConfigError, match='needs the triton package'):
+        selective_scan(*_operands(5), impl='triton')
+
+
+def test_auto_takes_the_triton_scan_on_cuda_and_the_cpu_kernel_on_cpu(triton_device, monkeypatch):
+    """CPU tensors never take the Triton scan unless asked (the interpreter is for tests, and slow); CUDA tensors
+    do (a GPU host)."""
+    calls = []
+    monkeypatch.setattr(scan, 'triton_selective_scan', lambda *x: calls.append(1) or triton_selective_scan(*x))
+    operands = _on(triton_device, _operands(9, dtype=torch.float32))
+    selective_scan(*operands)
+    assert calls == ([1] if triton_device == 'cuda' else [])
