@@ -150,7 +150,7 @@ def _detection_batch(size: int = 128) -> tuple:
 
 
 @pytest.mark.parametrize('config', ['illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
-                                    'defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py'])
+                                    'defocus/dino-4scale_defocus-mamba-nano-p8_sfp_1xb4-45e_shapes-128px.py'])
 def test_detector_twin_trains_and_predicts_under_bf16_autocast(config):
     from mmdet.registry import MODELS
     cfg = Config.fromfile(str(ROOT / 'configs' / config))

@@ -80,7 +80,7 @@ def test_two_process_torchrun_on_cpu_with_gloo_resumes_elsewhere(shapes_root, tm
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmpretrain', 'configs/defocus/defocus-mamba-nano-p16_1xb32-30e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
-    ('mmdet', 'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py',
+    ('mmdet', 'configs/defocus/dino-4scale_defocus-mamba-nano-p8_sfp_1xb4-45e_shapes-128px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),
     ('mmpretrain', 'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py',
      ['train_cfg.max_epochs=1', 'train_cfg.val_interval=1']),

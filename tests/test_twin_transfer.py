@@ -6,8 +6,8 @@ generator's independent third style (``style='v3'``: either contrast polarity pe
 gradient backgrounds, random fill and outline colours; seed 3, see conftest's ``shapes_v3_root``), with only the
 data root changed. It must reach top-1 >= 35 % (chance 25 %), mIoU >= 30 or bbox mAP >= 0.2, the training loss
 must fall, and an evaluation must never come back empty. A new family's twin joins by existing. v3 replaced the
-second style, v2, whose images all have one contrast (dark shapes on light backgrounds); the twins listed in
-:data:`NOT_YET_ON_V3` still run on v2 until their recipes learn v3. Slow: the longest part of the suite.
+second style, v2, whose images all have one contrast (dark shapes on light backgrounds). Slow: the longest part of
+the suite.
 """
 import json
 import sys
@@ -29,14 +29,6 @@ BARS: Dict[str, Tuple[str, float]] = {
 }
 
 
-#: Twins whose recipes do not learn v3 yet (issue 29, section 6, open), with what they reached there (one run each,
-#: seed 0, ``tools/train.py``); they are held to the bars on v2, which they learn.
-NOT_YET_ON_V3: Dict[str, str] = {
-    'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py':
-        'bbox mAP 0.040 on v3 seed 0; 30 epochs instead of 10: 0.140 on seed 3',
-}
-
-
 def evaluated_twins() -> List[Tuple[str, str]]:
     """``(config path relative to the repository, dataset layout)`` of every twin that has an evaluator, the detection
     twins (the longest runs) first: the shorter ones then fill the xdist workers' tails."""
@@ -48,7 +40,6 @@ def evaluated_twins() -> List[Tuple[str, str]]:
         layout = Path(cfg.train_dataloader.dataset.data_root).name
         assert layout in BARS, f'{path.name}: no bar for the {layout!r} layout'
         twins.append((str(path.relative_to(ROOT)), layout))
-    assert set(NOT_YET_ON_V3) <= {config for config, _ in twins}, 'NOT_YET_ON_V3 names a config that is no twin'
     return sorted(twins, key=lambda twin: twin[1] != 'coco')
 
 
@@ -59,11 +50,10 @@ def logged_records(work_dir: Path) -> List[dict]:
 
 
 @pytest.mark.parametrize('config,layout', evaluated_twins())
-def test_twin_learns_an_independent_draw(request, tmp_path, config, layout):
-    data_root = request.getfixturevalue('shapes_v2_root' if config in NOT_YET_ON_V3 else 'shapes_v3_root')
+def test_twin_learns_an_independent_draw(shapes_v3_root, tmp_path, config, layout):
     # one intra-op thread: with two, the tiny models run many times slower beside the dataloader workers
     result = run_command([sys.executable, 'tools/train.py', config, '--work-dir', str(tmp_path), '--cfg-options',
-                          *data_options(data_root, layout)], timeout=1200, OMP_NUM_THREADS='1')
+                          *data_options(shapes_v3_root, layout)], timeout=1200, OMP_NUM_THREADS='1')
     output = result.stdout + result.stderr
     assert 'predicted no object' not in output, output[-2000:]
 

@@ -30,7 +30,7 @@ SEGMENTORS = ['configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py',
 DETECTORS = ['configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
              'configs/vision_llama/vitdet_mask-rcnn_vision-llama-nano-p16_sfp_1xb4-36e_shapes-128px.py',
              'configs/pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-nano_fpn_1xb4-36e_shapes-128px.py',
-             'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py']
+             'configs/defocus/dino-4scale_defocus-mamba-nano-p8_sfp_1xb4-45e_shapes-128px.py']
 
 
 def _checkpoint_and_model(config: str, folder: Path):

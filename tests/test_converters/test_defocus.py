@@ -126,9 +126,10 @@ def test_detection_neck_converts_onto_our_simple_feature_pyramid():
 def _dino_detector(seed):
     """The DINO detector of the De-focus COCO configs at test size: the recipe's neck (strides 4-32), a 2-block
     backbone shaped like the official oracle, the twin's small DINO."""
-    cfg = Config.fromfile(str(ROOT / 'configs/defocus/dino-4scale_defocus-mamba-nano-p16_sfp_1xb4-10e_shapes-128px.py'))
+    cfg = Config.fromfile(str(ROOT / 'configs/defocus/dino-4scale_defocus-mamba-nano-p8_sfp_1xb4-45e_shapes-128px.py'))
     full = Config.fromfile(str(ROOT / 'configs/defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-12e_coco.py'))
     cfg.model.backbone.arch = dict(embed_dims=64, num_layers=2)
+    cfg.model.backbone.patch_size = 16
     cfg.model.neck = dict(full.model.neck, in_channels=64)
     init_default_scope('mmdet')
     torch.manual_seed(seed)
