@@ -40,16 +40,20 @@ def _operands(length, batch=2, channels=6, states=4, delta_max=2.0, dtype=torch.
     return [t.requires_grad_() for t in (u, delta, A, B, C)]
 
 
-@pytest.mark.parametrize('length,chunk_size', [(1, None), (7, None), (7, 3), (64, None), (64, 8), (197, None),
-                                               (197, 16), (250, None), (250, 16), (5, 64)])
-def test_chunked_scan_equals_the_recurrence_with_gradients(length, chunk_size):
-    operands = _operands(length)
+def _assert_equals_the_recurrence(actual, operands):
+    """``actual`` (a scan of fp64 ``operands``) and its gradients equal the step-by-step oracle's."""
     expected = sequential_scan(*operands)
-    actual = chunked_selective_scan(*operands, chunk_size=chunk_size)
     torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
     grad = torch.randn_like(expected)
     for got, want in zip(torch.autograd.grad(actual, operands, grad), torch.autograd.grad(expected, operands, grad)):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize('length,chunk_size', [(1, None), (7, None), (7, 3), (64, None), (64, 8), (197, None),
+                                               (197, 16), (250, None), (250, 16), (5, 64)])
+def test_chunked_scan_equals_the_recurrence_with_gradients(length, chunk_size):
+    operands = _operands(length)
+    _assert_equals_the_recurrence(chunked_selective_scan(*operands, chunk_size=chunk_size), operands)
 
 
 @pytest.mark.parametrize('impl', ['chunked', 'sequential', 'cpu_kernel'])
@@ -64,12 +68,7 @@ def test_cpu_kernel_equals_the_recurrence_with_gradients(length, channels, state
     """Lengths around the kernel's segment (the states it keeps for backward), channel counts that are no multiple of
     the vector width, fp64."""
     operands = _operands(length, channels=channels, states=states)
-    expected = sequential_scan(*operands)
-    actual = cpu_kernel_selective_scan(*operands)
-    torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
-    grad = torch.randn_like(expected)
-    for got, want in zip(torch.autograd.grad(actual, operands, grad), torch.autograd.grad(expected, operands, grad)):
-        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+    _assert_equals_the_recurrence(cpu_kernel_selective_scan(*operands), operands)
 
 
 def test_cpu_kernel_passes_gradcheck_and_is_finite_with_strong_decays():
@@ -334,12 +333,7 @@ def test_triton_scan_equals_the_recurrence_with_gradients(triton_device, length,
     """Lengths around the kernel's segment, channel counts across program blocks with a masked tail, state counts
     that are no power of two (the kernel pads them), fp64."""
     operands = _on(triton_device, _operands(length, channels=channels, states=states))
-    expected = sequential_scan(*operands)
-    actual = triton_selective_scan(*operands)
-    torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-10)
-    grad = torch.randn_like(expected)
-    for got, want in zip(torch.autograd.grad(actual, operands, grad), torch.autograd.grad(expected, operands, grad)):
-        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+    _assert_equals_the_recurrence(triton_selective_scan(*operands), operands)
 
 
 def test_triton_scan_passes_gradcheck_is_finite_with_strong_decays_and_deterministic(triton_device):
