@@ -38,7 +38,7 @@ from torch.autograd.function import once_differentiable
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .cpu_scan import cpu_kernel_selective_scan, cpu_scan_extension, not_built
-from .triton_scan import TritonScanUnavailable, triton_available, triton_selective_scan
+from .triton_scan import TritonScanUnavailable, compiling_for_gpu, triton_selective_scan
 
 SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel', 'triton')
 
@@ -48,9 +48,10 @@ class ScanConfigError(UserInputError, ValueError):
 
 
 @torch.compiler.assume_constant_result
-def _triton_importable() -> bool:
-    """Whether Triton imports; a constant to ``torch.compile``, which calls it once while it traces."""
-    return triton_available()
+def _triton_compiles_for_gpu() -> bool:
+    """Whether Triton imports and compiles kernels for the GPU (not its interpreter); a constant to
+    ``torch.compile``, which calls it once while it traces."""
+    return compiling_for_gpu()
 
 
 @functools.lru_cache(maxsize=None)
@@ -307,7 +308,7 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
             return triton_selective_scan(u, delta, A, B, C)
         except TritonScanUnavailable as error:
             raise ScanConfigError(str(error)) from None
-    if impl == 'auto' and u.is_cuda and not traced and _triton_importable():
+    if impl == 'auto' and u.is_cuda and not traced and _triton_compiles_for_gpu():
         return triton_selective_scan(u, delta, A, B, C)
     on_cpu = u.device.type == 'cpu' and not traced
     if (impl == 'cpu_kernel' or impl == 'auto' and on_cpu) and _takes_cpu_kernel(impl):

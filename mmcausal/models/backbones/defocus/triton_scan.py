@@ -26,12 +26,25 @@ class TritonScanUnavailable(UserInputError, RuntimeError):
     """The Triton scan cannot run here (no Triton; CPU tensors without the interpreter, CUDA tensors with it)."""
 
 
+class TritonScanInputError(UserInputError, ValueError):
+    """Operands the Triton scan cannot take (shapes that disagree, several devices, no tokens)."""
+
+
 def interpreting() -> bool:
     """Whether Triton runs its kernels in the interpreter, on CPU tensors: ``TRITON_INTERPRET=1`` was set when
     triton was first imported (Triton decorates its own library functions then) and is still set."""
+    return _imported_interpreted() and _interpret_env()
+
+
+def compiling_for_gpu() -> bool:
+    """Whether Triton compiles kernels for the GPU: imported, and then and now without ``TRITON_INTERPRET``."""
+    return triton_available() and not _imported_interpreted() and not _interpret_env()
+
+
+def _imported_interpreted() -> bool:
     import triton.language as tl
-    from triton.runtime.interpreter import InterpretedFunction
-    return isinstance(tl.sum, InterpretedFunction) and _interpret_env()
+    from triton.runtime.jit import JITFunction
+    return not isinstance(tl.sum, JITFunction)
 
 
 def _interpret_env() -> bool:
@@ -62,7 +75,7 @@ def kernels(device: torch.device) -> SimpleNamespace:
     if not triton_available():
         raise TritonScanUnavailable('scan_impl="triton" needs the triton package (it ships with the CUDA builds of '
                                     'torch); use scan_impl="auto".')
-    if device.type == 'cuda' and not _interpret_env():
+    if device.type == 'cuda' and compiling_for_gpu():
         return _decorated(False)
     if device.type == 'cpu' and interpreting():
         return _decorated(True)
@@ -78,6 +91,26 @@ def _on_device(tensor: Tensor):
     return torch.cuda.device(tensor.device) if tensor.is_cuda else contextlib.nullcontext()
 
 
+def check_operands(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> None:
+    """:class:`TritonScanInputError` unless ``u, delta`` ``(b, L, E)``, ``A`` ``(E, N)``, ``B, C`` ``(b, L, N)`` with
+    ``L >= 1``, all on one device (the kernels read them with these strides and no bounds of their own)."""
+    if u.dim() != 3 or u.shape[1] < 1:
+        raise TritonScanInputError(f'the selective scan needs u of shape (batch, tokens >= 1, channels), got '
+                                   f'{tuple(u.shape)}.')
+    batch, length, channels = u.shape
+    states = B.shape[-1] if B.dim() == 3 else -1
+    expected = dict(delta=(batch, length, channels), A=(channels, states), B=(batch, length, states),
+                    C=(batch, length, states))
+    for name, tensor in zip(expected, (delta, A, B, C)):
+        if tuple(tensor.shape) != expected[name]:
+            raise TritonScanInputError(f'the selective scan needs {name} of shape {expected[name]} for u of shape '
+                                       f'{tuple(u.shape)} and N = {states} states, got {tuple(tensor.shape)}.')
+    devices = {t.device for t in (u, delta, A, B, C)}
+    if len(devices) > 1:
+        raise TritonScanInputError(f'the selective scan\'s operands are on several devices: '
+                                   f'{sorted(map(str, devices))}.')
+
+
 def _layout(u: Tensor, B: Tensor) -> Tuple[int, int, int, int, int, dict]:
     """``(batch, length, channels, states, checkpoints, launch options)`` of a scan."""
     import triton
@@ -89,6 +122,7 @@ def _layout(u: Tensor, B: Tensor) -> Tuple[int, int, int, int, int, dict]:
 
 @torch.library.custom_op('mmcausal::selective_scan_triton', mutates_args=())
 def _scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tuple[Tensor, Tensor]:
+    u, delta, A, B, C = (t.contiguous() for t in (u, delta, A, B, C))  # the kernels' strides (no copy if already)
     batch, length, channels, states, num_checkpoints, options = _layout(u, B)
     y = torch.empty_like(u)
     checkpoints = u.new_empty(batch, num_checkpoints, channels, states)
@@ -109,6 +143,7 @@ def _(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tuple[Tensor
 def _scan_backward(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, checkpoints: Tensor,
                    grad_y: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     import triton
+    u, delta, A, B, C, checkpoints, grad_y = (t.contiguous() for t in (u, delta, A, B, C, checkpoints, grad_y))
     batch, length, channels, states, num_checkpoints, options = _layout(u, B)
     blocks = triton.cdiv(channels, BLOCK_E)
     scratch = u.new_empty(batch, blocks, SEGMENT, BLOCK_E, options['BLOCK_N'])
@@ -134,7 +169,7 @@ def _setup_context(ctx, inputs, output) -> None:
 
 
 def _backward(ctx, grad_y: Tensor, grad_checkpoints: Optional[Tensor]):
-    return _scan_backward(*ctx.saved_tensors, grad_y.contiguous())
+    return _scan_backward(*ctx.saved_tensors, grad_y)
 
 
 _scan.register_autograd(_backward, setup_context=_setup_context)
@@ -143,8 +178,9 @@ _scan.register_autograd(_backward, setup_context=_setup_context)
 def triton_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
     """The scan through the Triton kernels; operands and result as :func:`~.scan.chunked_selective_scan` (fp32
     state and result, fp64 for fp64 inputs), differentiable in every operand."""
-    if not torch.compiler.is_compiling():
-        kernels(u.device)  # a clear error before anything is launched (in a compiled graph: when the op runs)
+    if not torch.compiler.is_compiling():  # clear errors before anything is launched
+        check_operands(u, delta, A, B, C)
+        kernels(u.device)
     dtype = torch.promote_types(u.dtype, torch.float32)
     with torch.autocast(u.device.type, enabled=False):
-        return _scan(*(t.to(dtype).contiguous() for t in (u, delta, A, B, C)))[0]
+        return _scan(*(t.to(dtype) for t in (u, delta, A, B, C)))[0]

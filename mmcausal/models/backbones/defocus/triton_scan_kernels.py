@@ -34,9 +34,9 @@ def selective_scan_forward(u_ptr, delta_ptr, A_ptr, B_ptr, C_ptr, y_ptr, checkpo
         h = tl.exp(delta[:, None] * A) * h + (delta * u)[:, None] * B[None, :]
         tl.store(y_ptr + (rows + t) * channels + channel, tl.sum(h * C[None, :], axis=1), mask=channel_mask)
         kept = (t + 1) // SEGMENT - 1  # the checkpoint this token ends, if (t + 1) is a multiple of SEGMENT
-        keep = ((t + 1) % SEGMENT == 0) & (kept < num_checkpoints)
-        offset = ((batch * num_checkpoints + kept) * channels + channel[:, None]) * states + state[None, :]
-        tl.store(checkpoint_ptr + offset, h, mask=tile_mask & keep)
+        if ((t + 1) % SEGMENT == 0) & (kept < num_checkpoints):
+            offset = ((batch * num_checkpoints + kept) * channels + channel[:, None]) * states + state[None, :]
+            tl.store(checkpoint_ptr + offset, h, mask=tile_mask)
 
 
 def selective_scan_backward(u_ptr, delta_ptr, A_ptr, B_ptr, C_ptr, checkpoint_ptr, grad_y_ptr, scratch_ptr,
@@ -66,12 +66,12 @@ def selective_scan_backward(u_ptr, delta_ptr, A_ptr, B_ptr, C_ptr, checkpoint_pt
                            * states + tile, mask=tile_mask & (segment > 0), other=0.0)
         tl.debug_barrier()  # the previous segment's reads of the scratch are done
         h = entering
-        for t in range(start, end):  # rebuild the segment's states
-            delta = tl.load(delta_ptr + (rows + t) * channels + channel, mask=channel_mask, other=0.0)
-            u = tl.load(u_ptr + (rows + t) * channels + channel, mask=channel_mask, other=0.0)
-            B = tl.load(B_ptr + (rows + t) * states + state, mask=state_mask, other=0.0)
+        for token in range(start, end):  # rebuild the segment's states
+            delta = tl.load(delta_ptr + (rows + token) * channels + channel, mask=channel_mask, other=0.0)
+            u = tl.load(u_ptr + (rows + token) * channels + channel, mask=channel_mask, other=0.0)
+            B = tl.load(B_ptr + (rows + token) * states + state, mask=state_mask, other=0.0)
             h = tl.exp(delta[:, None] * A) * h + (delta * u)[:, None] * B[None, :]
-            tl.store(scratch + (t - start) * (BLOCK_E * BLOCK_N), h)
+            tl.store(scratch + (token - start) * (BLOCK_E * BLOCK_N), h)
         tl.debug_barrier()  # the states are written before any thread reads them
         for steps in range(0, end - start):  # the adjoint recurrence, last token first
             t = end - 1 - steps

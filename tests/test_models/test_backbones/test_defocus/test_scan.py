@@ -388,13 +388,20 @@ def test_triton_scan_runs_in_the_mixer(triton_device):
     torch.testing.assert_close(actual, mixer(x), rtol=1e-5, atol=1e-5)
 
 
-def test_triton_scan_where_it_cannot_run_is_a_clear_error(monkeypatch):
+def test_triton_scan_where_it_cannot_run_or_with_operands_it_cannot_take_is_a_clear_error(monkeypatch):
     monkeypatch.delenv('TRITON_INTERPRET', raising=False)
     with pytest.raises(ScanConfigError, match=r'runs on CUDA tensors .*TRITON_INTERPRET=1.*got cpu tensors'):
         selective_scan(*_operands(5), impl='triton')
     monkeypatch.setattr(triton_scan, 'triton_available', lambda: False)
     with pytest.raises(ScanConfigError, match='needs the triton package'):
         selective_scan(*_operands(5), impl='triton')
+    u, delta, A, B, C = _operands(5, channels=6, states=4)
+    # the kernels read every operand with the strides of these shapes: other shapes are refused before a launch
+    for operands, message in (((u, delta, A[:, :3], B, C), r'A of shape \(6, 4\).*got \(6, 3\)'),
+                              ((u, delta[:, :4], A, B, C), r'delta of shape \(2, 5, 6\)'),
+                              ((u[:, :0], delta, A, B, C), 'tokens >= 1')):
+        with pytest.raises(triton_scan.TritonScanInputError, match=message):
+            selective_scan(*operands, impl='triton')
 
 
 def test_auto_takes_the_triton_scan_on_cuda_and_the_cpu_kernel_on_cpu(triton_device, monkeypatch):
