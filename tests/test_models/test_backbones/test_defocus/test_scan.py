@@ -3,9 +3,12 @@ and gradients) and stay finite; the kernels keep no per-token state for backward
 for CPU tensors (the chunked scan when it does not build), the Triton kernels for CUDA tensors, and hands the
 mamba_ssm kernel its channels-first layout. Without a GPU the Triton kernels run in Triton's interpreter."""
 import functools
+import json
 import platform
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -312,20 +315,40 @@ def test_missing_kernel_extension_is_a_clear_error(monkeypatch):
     mamba_ssm_kernel.cache_clear()
 
 
+def _require_triton() -> None:
+    if not triton_scan.triton_available():
+        if sys.platform == 'linux' and platform.machine() == 'x86_64':
+            pytest.fail('triton is missing: it ships with torch on Linux x86-64 (tools/setup_env.sh installs it)')
+        pytest.skip('no triton on this platform')
+
+
 @pytest.fixture
 def triton_device() -> str:
     """Where the Triton scan's kernels run: compiled on a GPU, or on CPU tensors in Triton's interpreter
     (``TRITON_INTERPRET=1``, which conftest.py sets where there is no GPU). Triton ships with torch on Linux x86-64
     (what CI runs), so there its absence fails these tests instead of skipping them."""
-    if not triton_scan.triton_available():
-        if sys.platform == 'linux' and platform.machine() == 'x86_64':
-            pytest.fail('triton is missing: it ships with torch on Linux x86-64 (tools/setup_env.sh installs it)')
-        pytest.skip('no triton on this platform')
+    _require_triton()
     if triton_scan.interpreting():
         return 'cpu'
     if not torch.cuda.is_available():
         pytest.skip('no GPU and not in Triton\'s interpreter (TRITON_INTERPRET=1 before Python starts)')
     return 'cuda'
+
+
+def test_triton_kernels_compile_for_a100_and_h100_without_spilling():
+    """What the interpreter cannot show: both kernels, as the ops launch them, go through Triton's GPU compiler and
+    ptxas for sm_80 and sm_90 (no GPU needed) and keep their state in registers (no stack, i.e. no spills)."""
+    _require_triton()
+    tool = Path(__file__).resolve().parents[4] / 'tools' / 'analysis_tools' / 'triton_scan_resources.py'
+    result = subprocess.run([sys.executable, str(tool), '--archs', '80', '90', '--json'], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads(result.stdout)
+    assert {(row['kernel'], row['dtype'], row['arch']) for row in rows} == {
+        (kernel, dtype, arch) for kernel in ('forward', 'backward') for dtype in ('fp32', 'fp64')
+        for arch in ('sm_80', 'sm_90')}
+    assert all(row['num_warps'] == triton_scan.NUM_WARPS for row in rows)
+    assert [row for row in rows if row['stack_bytes'] or row['registers'] > 255] == []
 
 
 def _on(device, operands):
