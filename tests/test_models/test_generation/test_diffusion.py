@@ -50,6 +50,23 @@ def test_respacing_to_250_keeps_the_official_indices_and_the_marginals():
     torch.testing.assert_close(respaced.alphas_cumprod, ABAR[KEPT_250], rtol=1e-12, atol=0)
     assert space_timesteps(T, 'ddim50') == list(range(0, 1000, 20))
     assert space_timesteps(100, '10,5') == [0, 5, 11, 16, 22, 27, 33, 38, 44, 49] + [50, 62, 74, 87, 99]
+
+
+def _iddpm_kept_steps(num_timesteps, count):
+    """IDDPM's ``space_timesteps`` for one section, as the official code runs it: the stride added up step by
+    step in floating point, each running sum rounded (Python's rounding)."""
+    stride, position, kept = (num_timesteps - 1) / (count - 1), 0.0, []
+    for _ in range(count):
+        kept.append(round(position))
+        position += stride
+    return kept
+
+
+def test_respaced_steps_follow_the_official_running_sum_at_every_count():
+    assert _iddpm_kept_steps(T, 250) == KEPT_250
+    assert _iddpm_kept_steps(T, 21)[10] == 499  # round(10 * 999 / 20) = round(499.5) would keep 500
+    for count in range(2, T + 1):
+        assert space_timesteps(T, count) == _iddpm_kept_steps(T, count), count
     with pytest.raises(UserInputError, match='Invalid timestep spacing'):
         space_timesteps(T, 'fast')
 

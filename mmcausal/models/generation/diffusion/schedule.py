@@ -26,8 +26,9 @@ def linear_betas(num_timesteps: int, start: float = 1e-4, end: float = 0.02) -> 
 def space_timesteps(num_timesteps: int, spacing: Spacing) -> List[int]:
     """The original steps a respaced sampler keeps (sorted).
 
-    * ``int`` N or ``'N'``: N steps spread evenly over ``[0, T-1]``, both ends kept: ``round(i (T-1) / (N-1))``
-      (250 of 1000: 0, 4, 8, ..., 245, 249, 253, ..., 995, 999, as DiT samples);
+    * ``int`` N or ``'N'``: N steps spread evenly over ``[0, T-1]``, both ends kept: the rounded running sum of the
+      stride ``(T-1) / (N-1)``, IDDPM's ``space_timesteps`` (250 of 1000: 0, 4, 8, ..., 245, 249, 253, ..., 995, 999,
+      as DiT samples; ``round(i (T-1) / (N-1))`` for 250, one step apart at some counts such as 21);
     * ``'ddimN'``: the stride rule of DDIM, ``range(0, T, stride)`` with the stride giving exactly N steps;
     * a sequence (or comma-separated string) of counts: the ``T`` steps split in that many equal sections, each
       spread evenly as above (IDDPM's general form).
@@ -52,7 +53,10 @@ def space_timesteps(num_timesteps: int, spacing: Spacing) -> List[int]:
             raise ConfigValueError(f'Cannot keep {count} steps of a section of {length} ({num_timesteps} steps in '
                                    f'{len(sections)} sections); ask for fewer steps.')
         stride = (length - 1) / (count - 1) if count > 1 else 0.
-        kept += [start + round(i * stride) for i in range(count)]
+        position = 0.  # summed stride by stride, as IDDPM does: at .5 ties it rounds unlike i * stride (21 steps)
+        for _ in range(count):
+            kept.append(start + round(position))
+            position += stride
         start += length
     return kept
 
