@@ -88,7 +88,7 @@ def check_consolidated(cfg: Config, files: Dict[str, Path]) -> None:
         model.load_state_dict(state_dict, strict=True)
     assert_identical(weights['reference_ema'], weights['resumed_ema'], 'consolidated EMA')
     trained, averaged = weights['reference'], weights['reference_ema']
-    assert any(not torch.equal(trained[key], averaged[key]) for key in trained)  # --ema takes the average
+    assert any(not torch.equal(trained[key], averaged[key]) for key in trained)  # --no-ema: the trained weights
 
 
 def main(config: str, work_dir: Path) -> None:
@@ -111,10 +111,11 @@ def main(config: str, work_dir: Path) -> None:
     accuracy = MessageHub.get_current_instance().get_scalar('test/accuracy/top1').current()
 
     files = {}
-    for run, ema in ((reference, False), (reference, True), (resumed, True)):
+    # the reference's average by default (the run kept one), the resumed run's with --ema: equal
+    for run, ema, flags in ((reference, False, ['--no-ema']), (reference, True, []), (resumed, True, ['--ema'])):
         name = run.name + '_ema' * ema
         files[name] = work_dir / f'{name}.pth'
-        consolidate.main([config, str(run / 'iter_4.pth'), str(files[name])] + ['--ema'] * ema)
+        consolidate.main([config, str(run / 'iter_4.pth'), str(files[name])] + flags)
     if dist.get_rank() == 0:
         check_consolidated(Config.fromfile(config), files)
         (work_dir / 'result.json').write_text(json.dumps(dict(log=reference_log, test_accuracy=accuracy)))

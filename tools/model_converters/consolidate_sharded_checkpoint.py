@@ -1,13 +1,15 @@
 """Turn a sharded checkpoint (the ``rank*.pth`` directory an FSDP run saves) into one regular checkpoint file.
 
     torchrun --nproc_per_node N tools/model_converters/consolidate_sharded_checkpoint.py \
-        SHARDED_CONFIG work_dirs/RUN/epoch_20.pth work_dirs/RUN/epoch_20_consolidated.pth [--ema]
+        SHARDED_CONFIG work_dirs/RUN/epoch_20.pth work_dirs/RUN/epoch_20_consolidated.pth [--ema | --no-ema]
 
 Run it with the sharded config and the world size (``N`` processes in all, ``--nnodes`` too) of the run that saved
 the checkpoint: each process loads its shard, and FSDP gathers the full weights on rank 0, which writes ``meta`` and
 the ``state_dict`` with the model's own keys (``backbone.*``, ``head.*`` ...). The output is what a plain run saves:
-``tools/test.py`` with the unsharded config, fine-tuning (``Pretrained``) and the converters read it. ``--ema``
-writes the ``ShardedEMAHook`` average instead of the trained weights. On a CPU-only host the processes run FSDP over
+``tools/test.py`` with the unsharded config, fine-tuning (``Pretrained``) and the converters read it. Where the run
+kept a ``ShardedEMAHook`` average, the output holds the average, as mmengine's ``EMAHook`` puts it in a plain run's
+``state_dict`` (so sampling and testing a consolidated DiT-LLaMA / SiT-LLaMA file use the EMA); ``--no-ema`` writes
+the trained weights instead, ``--ema`` insists on the average. On a CPU-only host the processes run FSDP over
 gloo, so no GPU is needed. A missing config or checkpoint, another world size, or ``--ema`` for a run without EMA
 ends it with one line.
 """
@@ -20,6 +22,7 @@ from typing import List, Optional
 import torch
 from mmengine.config import Config
 from mmengine.dist import get_world_size, is_main_process
+from mmengine.logging import print_log
 from mmengine.registry import STRATEGIES, init_default_scope
 from mmengine.runner.checkpoint import save_checkpoint
 from torch.distributed.fsdp import FullStateDictConfig, FullyShardedDataParallel, StateDictType
@@ -35,7 +38,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('config', help='the sharded config the checkpoint was trained with')
     parser.add_argument('checkpoint', help='the sharded checkpoint: a directory of rank*.pth files')
     parser.add_argument('out', help='the consolidated checkpoint file to write')
-    parser.add_argument('--ema', action='store_true', help='write the ShardedEMAHook weights')
+    parser.add_argument('--ema', action=argparse.BooleanOptionalAction, default=None,
+                        help='write the ShardedEMAHook average (--ema: and fail without one) or the trained weights '
+                             '(--no-ema); default: the average where the run kept one, as a plain run saves it')
     args = parser.parse_args(argv)
     if not osp.isfile(args.config):
         parser.error(f'config file not found: {args.config}')
@@ -53,9 +58,10 @@ def full_state_dict_config(model: torch.nn.Module) -> FullStateDictConfig:
     return FullStateDictConfig(offload_to_cpu=on_gpu, rank0_only=True)
 
 
-def consolidate(cfg: Config, checkpoint: str, ema: bool = False) -> dict:
+def consolidate(cfg: Config, checkpoint: str, ema: Optional[bool] = None) -> dict:
     """Load the sharded ``checkpoint`` into ``cfg``'s model under its FSDP strategy and return the full checkpoint
-    (``meta`` and ``state_dict``) on rank 0; the other ranks get ``state_dict == {}``."""
+    (``meta`` and ``state_dict``) on rank 0; the other ranks get ``state_dict == {}``. ``ema``: the EMA average
+    (``True``), the trained weights (``False``), or the average where the checkpoint has one (``None``)."""
     init_default_scope(cfg.get('default_scope', 'mmengine'))
     with tempfile.TemporaryDirectory() as logs:  # the strategy's log directory, and its logger's unique name
         strategy = STRATEGIES.build(dict(cfg.strategy, work_dir=logs, experiment_name=osp.basename(logs),
@@ -67,6 +73,9 @@ def consolidate(cfg: Config, checkpoint: str, ema: bool = False) -> dict:
                                    f'{get_world_size()}: run it with the world size of the run that saved it '
                                    f'(torchrun --nproc_per_node N [--nnodes M], {shards} processes in all).')
         loaded = strategy.load_checkpoint(checkpoint)
+    if ema is None:
+        ema = CHECKPOINT_KEY in loaded
+    print_log(f'{checkpoint}: writing the ' + ('EMA average' if ema else 'trained weights'), logger='current')
     if ema:
         if CHECKPOINT_KEY not in loaded:
             raise ConfigValueError(f'--ema: {checkpoint} has no EMA weights (the run had no ShardedEMAHook); '
