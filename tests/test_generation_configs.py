@@ -81,7 +81,9 @@ def test_config_has_the_official_objective_sampling_and_bookkeeping(name):
         assert cfg.model.test_cfg == OFFICIAL_DIT_SAMPLING
     else:
         assert cfg.model.objective == dict(type='LinearInterpolant')
-        assert cfg.model.test_cfg == OFFICIAL_SIT_SDE and cfg.official_sit_ode_sampling == OFFICIAL_SIT_ODE
+        sde = dict(cfg.model.test_cfg)
+        assert sde.pop('method') is None  # each sampler's official default (test_transport: Euler-Maruyama, dopri5)
+        assert dict(sde, method='euler') == OFFICIAL_SIT_SDE and cfg.official_sit_ode_sampling == OFFICIAL_SIT_ODE
     ema = cfg.custom_hooks[-1]
     assert ema.type in ('EMAHook', 'ShardedEMAHook') and (ema.momentum, ema.interval) == (1e-4, 1)
     assert ema.get('ema_type', 'ExponentialMovingAverage') == 'ExponentialMovingAverage'

@@ -54,7 +54,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--cfg-scale', type=float, help='classifier-free guidance scale (1 = none)')
     parser.add_argument('--cfg-channels', help="guided channels: an int (3 = official DiT / SiT) or 'all'")
     parser.add_argument('--seed', type=int, help='sample i draws its noise from seed + i')
-    parser.add_argument('--sampler', choices=('ddpm', 'ddim', 'ode', 'sde'))
+    parser.add_argument('--sampler', choices=('ddpm', 'ddim', 'ode', 'sde'),
+                        help="SiT configs: 'ode' integrates with dopri5 and 'sde' with Euler-Maruyama (SiT's defaults) "
+                             'unless the config sets model.test_cfg.method')
     parser.add_argument('--steps', type=int, help='sampling steps (DDPM / DDIM) or time points (ODE / SDE)')
     parser.add_argument('--batch-size', type=int, default=32, help='samples per forward and process')
     parser.add_argument('--vae-decoder', help="local diffusers folder of the VAE that decodes (the config's otherwise)")

@@ -5,10 +5,12 @@
 # Sampling presets (no guidance: Tables 8 and 9 report no CFG): official_sit_sde (Table 8: Euler-Maruyama on
 # linspace(0, 0.96, 250) with the diffusion w_t = 1 - t, then the mean step of 0.04) is model.test_cfg;
 # official_sit_ode (Tables 9-10: dopri5, atol 1e-6, rtol 1e-3, 250 output points; needs torchdiffeq,
-# requirements/optional.txt) is `--cfg-options model.test_cfg.sampler=ode model.test_cfg.method=dopri5` (the ODE
-# sampler ignores the SDE's keys).
+# requirements/optional.txt) is `--cfg-options model.test_cfg.sampler=ode` (the ODE sampler ignores the SDE's
+# keys).
 vae = 'checkpoints/sd-vae-ft-ema'
-official_sit_sde_sampling = dict(sampler='sde', num_steps=250, method='euler', diffusion_form='sigma',
+# (method=None: each sampler's official default, Euler-Maruyama for the SDE and dopri5 for the ODE, so that switching
+# the sampler alone, e.g. `tools/generation/sample.py --sampler ode`, gives the other table's sampler)
+official_sit_sde_sampling = dict(sampler='sde', num_steps=250, method=None, diffusion_form='sigma',
                                  diffusion_norm=1., last_step='mean', last_step_size=0.04, cfg_scale=1., seed=0)
 official_sit_ode_sampling = dict(official_sit_sde_sampling, sampler='ode', method='dopri5', atol=1e-6, rtol=1e-3)
 model = dict(

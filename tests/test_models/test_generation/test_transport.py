@@ -107,22 +107,63 @@ def test_sde_without_noise_and_last_step_matches_a_hand_written_euler_loop():
     torch.testing.assert_close(out, x)
 
 
-def test_dopri5_goes_through_torchdiffeq_with_the_paper_tolerances(monkeypatch):
+def test_stochastic_heun_takes_sits_step():
+    """SiT's Heun SDE step, written out: noise the point first, then average the drifts at the noised point and at
+    its Euler guess (drift = v + w score, w = 1 - t); a fixed noise sequence makes both runs comparable."""
+    def drift(x, t):
+        velocity = optimal_velocity(x, torch.full((x.shape[0], ), t))
+        return velocity + (1 - t) * LinearInterpolant.score(velocity, x, torch.full((x.shape[0], ), t))
+
+    draws = iter(torch.randn(10, 3, 1, generator=torch.Generator().manual_seed(0)))
+    start = torch.randn(3, 1)
+    out = LinearInterpolant().sample(optimal_velocity, start, sampler='sde', method='heun', num_steps=6,
+                                     step_noise=lambda x: next(draws))
+    draws = iter(torch.randn(10, 3, 1, generator=torch.Generator().manual_seed(0)))
+    x, grid = start.clone(), torch.linspace(0, 0.96, 6).tolist()
+    for t, t_next in zip(grid[:-1], grid[1:]):
+        dt = t_next - t
+        x_hat = x + (2 * (1 - t) * dt) ** 0.5 * next(draws)
+        k1 = drift(x_hat, t)
+        x = x_hat + dt / 2 * (k1 + drift(x_hat + dt * k1, t_next))
+    x = x + drift(x, 0.96) * 0.04  # the mean last step
+    torch.testing.assert_close(out, x)
+
+
+def _torchdiffeq_stand_in(monkeypatch) -> dict:
+    """A stand-in ``torchdiffeq`` (Euler in place of the adaptive solver) that records its call."""
     calls = {}
 
     def odeint(func, y0, times, method, atol, rtol):
         calls.update(method=method, atol=atol, rtol=rtol, times=times)
         state = y0
-        for t, t_next in zip(times[:-1], times[1:]):  # an Euler stand-in for the adaptive solver
+        for t, t_next in zip(times[:-1], times[1:]):
             state = state + (t_next - t) * func(t, state)
         return torch.stack([y0, state])
 
     monkeypatch.setitem(sys.modules, 'torchdiffeq', types.SimpleNamespace(odeint=odeint))
+    return calls
+
+
+def test_dopri5_goes_through_torchdiffeq_with_the_paper_tolerances(monkeypatch):
+    calls = _torchdiffeq_stand_in(monkeypatch)
     torch.manual_seed(0)
     samples = LinearInterpolant().sample(optimal_velocity, torch.randn(20000, 1), sampler='ode', method='dopri5')
     assert calls['method'] == 'dopri5' and (calls['atol'], calls['rtol']) == (1e-6, 1e-3)
     torch.testing.assert_close(calls['times'], torch.linspace(0, 1, 250))
     assert samples.mean().item() == pytest.approx(MU, abs=0.02)
+
+
+def test_without_a_method_each_sampler_takes_sits_default(monkeypatch):
+    """SiT's sample.py: ``ODE`` mode defaults to dopri5, ``SDE`` mode to Euler(-Maruyama)."""
+    calls = _torchdiffeq_stand_in(monkeypatch)
+    LinearInterpolant().sample(optimal_velocity, torch.randn(4, 1), sampler='ode')
+    assert calls['method'] == 'dopri5'
+    noise = torch.randn(4, 1)
+    runs = []
+    for method in (None, 'euler'):
+        torch.manual_seed(0)
+        runs.append(LinearInterpolant().sample(optimal_velocity, noise, sampler='sde', num_steps=20, method=method))
+    torch.testing.assert_close(runs[0], runs[1], rtol=0, atol=0)
 
 
 def test_dopri5_with_torchdiffeq_follows_the_exact_flow():

@@ -14,6 +14,7 @@ from ..diffusion.gaussian_diffusion import ModelFn, StepNoise, mean_flat
 SAMPLERS = ('ode', 'sde')
 ODE_METHODS = ('euler', 'heun', 'dopri5')
 SDE_METHODS = ('euler', 'heun')
+DEFAULT_METHODS = dict(ode='dopri5', sde='euler')  # SiT's sample.py defaults of its ODE and SDE modes
 DIFFUSION_FORMS = ('sigma', 'constant')
 LAST_STEPS = ('mean', None)
 
@@ -62,21 +63,25 @@ class LinearInterpolant:
 
     # ------------------------------------------------------------------ sampling
     def sample(self, model_fn: ModelFn, noise: Tensor, sampler: str = 'sde', num_steps: int = 250,
-               method: str = 'euler', atol: float = 1e-6, rtol: float = 1e-3, diffusion_form: str = 'sigma',
+               method: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-3, diffusion_form: str = 'sigma',
                diffusion_norm: float = 1., last_step: Optional[str] = 'mean', last_step_size: float = 0.04,
                step_noise: Optional[StepNoise] = None) -> Tensor:
         """Samples at ``t = 1`` from ``noise`` at ``t = 0``.
 
         ``'ode'``: ``dx/dt = v`` on ``linspace(0, 1, num_steps)`` with ``method`` ``'euler'`` / ``'heun'`` (fixed
         steps) or ``'dopri5'`` (adaptive, ``atol`` / ``rtol``; needs ``torchdiffeq``, the paper's Table 9 sampler).
-        ``'sde'``: Euler-Maruyama (or stochastic Heun) on ``linspace(0, 1 - last_step_size, num_steps)`` with the
+        ``'sde'``: Euler-Maruyama (``method='euler'``) or SiT's stochastic Heun (``'heun'``: the step's noise first,
+        then Heun's drift average from the noised point) on ``linspace(0, 1 - last_step_size, num_steps)`` with the
         drift ``v + w_t score`` and noise ``sqrt(2 w_t dt)`` (``w_t``: :meth:`diffusion_coefficient`), then one last
         step of ``last_step_size``: ``'mean'`` (the drift without noise, SiT's default) or None (stop at
-        ``1 - last_step_size``). 250 Euler steps + the mean step = the paper's Table 8 sampler.
+        ``1 - last_step_size``). 250 Euler steps + the mean step = the paper's Table 8 sampler. ``method=None``
+        takes SiT's default of the sampler: ``'dopri5'`` for the ODE, ``'euler'`` for the SDE.
         """
         check_choice('transport sampler', sampler, SAMPLERS)
         if num_steps < 2:
             raise ConfigValueError(f'num_steps must be >= 2 (the number of time points), got {num_steps}.')
+        if method is None:
+            method = DEFAULT_METHODS[sampler]
         if sampler == 'ode':
             check_choice('ODE method', method, ODE_METHODS)
             if method == 'dopri5':
@@ -125,13 +130,13 @@ class LinearInterpolant:
             dt = t_next - t
             w = self.diffusion_coefficient(t, form, norm)
             noise = (2 * w * dt) ** 0.5 * step_noise(x)
-            drift = self._drift(model_fn, x, t, w)
             if method == 'euler':
-                x = x + drift * dt + noise
-            else:  # stochastic Heun: the noise once, the drift averaged with the one at the predicted point
-                predicted = x + drift * dt + noise
+                x = x + self._drift(model_fn, x, t, w) * dt + noise
+            else:  # SiT's stochastic Heun: noise the point, then average the drifts there and at the Euler guess
+                x = x + noise
+                drift = self._drift(model_fn, x, t, w)
                 w_next = self.diffusion_coefficient(t_next, form, norm)
-                x = x + (drift + self._drift(model_fn, predicted, t_next, w_next)) * dt / 2 + noise
+                x = x + (drift + self._drift(model_fn, x + drift * dt, t_next, w_next)) * dt / 2
         if last_step is None:
             return x
         t = times[-1]
