@@ -72,15 +72,17 @@ def mamba_ssm_kernel() -> Optional[Callable]:
 
 def sequential_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
     """The recurrence one token at a time under autograd (what ``mamba_ssm``'s ``selective_scan_ref`` does): the
-    explicit reference. ``L`` Python steps, and autograd keeps every state; shapes as :func:`chunked_selective_scan`."""
+    explicit reference. ``L`` Python steps, and autograd keeps every state; shapes and precision as
+    :func:`chunked_selective_scan` (fp32 state and result, also under autocast)."""
     dtype = torch.promote_types(u.dtype, torch.float32)
     u, delta, B, C, A = (t.to(dtype) for t in (u, delta, B, C, A))
     state = u.new_zeros(u.shape[0], *A.shape)
     outputs = []
-    for index in range(u.shape[1]):
-        inputs = (delta[:, index] * u[:, index]).unsqueeze(-1) * B[:, index].unsqueeze(-2)
-        state = torch.addcmul(inputs, torch.exp(delta[:, index].unsqueeze(-1) * A), state)
-        outputs.append(torch.matmul(state, C[:, index].unsqueeze(-1)).squeeze(-1))
+    with torch.autocast(u.device.type, enabled=False):  # autocast would run the h C products in bf16
+        for index in range(u.shape[1]):
+            inputs = (delta[:, index] * u[:, index]).unsqueeze(-1) * B[:, index].unsqueeze(-2)
+            state = torch.addcmul(inputs, torch.exp(delta[:, index].unsqueeze(-1) * A), state)
+            outputs.append(torch.matmul(state, C[:, index].unsqueeze(-1)).squeeze(-1))
     return torch.stack(outputs, dim=1)
 
 

@@ -239,12 +239,13 @@ def test_bf16_inputs_keep_an_fp32_state_and_match():
     torch.testing.assert_close(actual, sequential_scan(*(t.bfloat16() for t in operands)), rtol=1e-4, atol=1e-4)
 
 
-def test_autocast_does_not_lower_the_scan_precision():
+@pytest.mark.parametrize('impl', ['chunked', 'sequential'])
+def test_autocast_does_not_lower_the_scan_precision(impl):
     operands = _operands(50, dtype=torch.float32)
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        actual = chunked_selective_scan(*operands)
+        actual = selective_scan(*operands, impl=impl)
     assert actual.dtype == torch.float32
-    torch.testing.assert_close(actual, chunked_selective_scan(*operands), rtol=0, atol=0)
+    torch.testing.assert_close(actual, selective_scan(*operands, impl=impl), rtol=0, atol=0)
 
 
 def test_bad_settings_are_user_errors():
