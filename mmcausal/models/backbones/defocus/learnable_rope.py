@@ -63,12 +63,13 @@ class LearnableRoPE(nn.Module):
         self.freq = nn.Parameter(defocus_frequencies(num_dims if pairing == 'unpaired' else num_dims // 2))
 
     def angles(self, length: int, position_scale: float = 1.) -> Tensor:
-        """``(length, len(freq))`` angles ``(t / position_scale) * f``."""
+        """``(length, len(freq))`` angles ``(t / position_scale) * f``, in fp32 (fp64 for an fp64 module)."""
         if self.legacy_bf16 and self.training:
             positions = torch.arange(length, device=self.freq.device, dtype=torch.bfloat16) / position_scale
             return (positions[:, None] * self.freq.bfloat16()).float()
-        positions = torch.arange(length, device=self.freq.device, dtype=torch.float32) / position_scale
-        return positions[:, None] * self.freq.float()
+        dtype = torch.promote_types(self.freq.dtype, torch.float32)
+        positions = torch.arange(length, device=self.freq.device, dtype=dtype) / position_scale
+        return positions[:, None] * self.freq.to(dtype)
 
     def forward(self, *xs: Tensor, position_scale: float = 1.) -> Union[Tensor, Tuple[Tensor, ...]]:
         """Rotate each ``x`` ``(..., L, K)`` (same ``L``) by the angles of positions ``0..L-1``, computed once."""

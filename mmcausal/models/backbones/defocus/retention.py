@@ -80,7 +80,8 @@ def retention_step(q: Tensor, k: Tensor, v: Tensor, state: Optional[Tensor], rat
     """
     update = k.unsqueeze(-1) * v.unsqueeze(-2)
     if state is not None:
-        update = update + torch.exp(rates.float()).to(state.dtype)[:, None, None] * state
+        decay = torch.exp(rates.to(torch.promote_types(rates.dtype, torch.float32)))  # at least fp32, fp64 kept
+        update = update + decay.to(state.dtype)[:, None, None] * state
     return (q.unsqueeze(-2) @ update).squeeze(-2), update
 
 

@@ -53,6 +53,15 @@ def test_frequencies_are_learnable():
     assert rope.freq.grad is not None and rope.freq.grad[:-1].abs().sum() > 0
 
 
+@pytest.mark.parametrize('pairing', ['unpaired', 'paired'])
+def test_an_fp64_module_rotates_in_fp64_and_passes_gradcheck(pairing):
+    rope = LearnableRoPE(8, pairing).double()
+    x = torch.randn(2, 7, 8, dtype=torch.float64, requires_grad=True)
+    assert rope.angles(7).dtype == torch.float64
+    assert torch.autograd.gradcheck(lambda x, freq: torch.func.functional_call(rope, {'freq': freq}, (x, ), {
+        'position_scale': 3.0}), (x, rope.freq.detach().clone().requires_grad_()))
+
+
 def test_legacy_bf16_angles_round_in_training_only():
     rope = LearnableRoPE(16, legacy_bf16=True)
     exact = torch.arange(400.)[:, None] * rope.freq.detach()[None]

@@ -176,7 +176,8 @@ def test_stepping_the_recurrent_form_gives_the_chunked_outputs():
     for t in range(9):
         out, state = retention_step(q[:, :, t], k[:, :, t], v[:, :, t], state, rates)
         outs.append(out)
-    torch.testing.assert_close(torch.stack(outs, dim=2), retention(q, k, v, rates, chunk_size=4))
+    torch.testing.assert_close(torch.stack(outs, dim=2), retention(q, k, v, rates, chunk_size=4), rtol=1e-12,
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize('chunk_size', [None, 8])
