@@ -124,6 +124,26 @@ def test_mask_rcnn_recipe():
         assert (norm_cfg.type, norm_cfg.eps) == ('mmpretrain.LN2d', 1e-6)
 
 
+@pytest.mark.parametrize('name', ['illama/mask-rcnn_illama-base-p16_sfp_32xb2-lsj-100e_coco.py',
+                                  'vision_llama/vitdet_mask-rcnn_vision-llama-base-p16_sfp_16xb4-lsj-36e_coco.py'])
+def test_fixed_size_detectors_are_tested_on_their_training_grid(name, tmp_path):
+    """A detector trained on batches padded to one fixed size (ViTDet's recipe, position tables and RoPE of that
+    grid) is tested at it: a 480 x 640 image reaches the backbone as 1024 x 1024, as every training batch does.
+    (The shapes twins' images are all 128 x 128, their training size.)"""
+    import mmcv
+    import numpy as np
+    from mmengine.dataset import Compose
+    cfg = Config.fromfile(str(ILLAMA.parent / name))
+    init_default_scope('mmdet')
+    mmcv.imwrite(np.zeros((480, 640, 3), np.uint8), str(tmp_path / 'image.jpg'))
+    sample = Compose(cfg.test_dataloader.dataset.pipeline)(dict(
+        img_path=str(tmp_path / 'image.jpg'), img_id=0, instances=[], height=480, width=640))
+    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    test_inputs = preprocessor(dict(inputs=[sample['inputs']], data_samples=[sample['data_samples']]), False)
+    training_size = tuple(cfg.model.data_preprocessor.batch_augments[0].size)
+    assert tuple(test_inputs['inputs'].shape[-2:]) == training_size == (1024, 1024)
+
+
 def _build(cfg: Config, scope: str):
     cfg.model.backbone.init_cfg = None
     init_default_scope(scope)

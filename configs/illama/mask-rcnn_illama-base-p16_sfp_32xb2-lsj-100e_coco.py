@@ -3,7 +3,8 @@
 # number. It transfers the ViTDet recipe for a plain ViT-B (Li et al. 2022; mmdet's `projects/ViTDet`, the same
 # recipe as our VisionLLaMA ViTDet config) to iLLaMA:
 # - data: mmdet's LSJ 1024 pipeline (`common/lsj-100e`: scale 0.1-2.0, 1024 crop; 100 epochs = 25 epochs of a 4x
-#   repeated dataset) with ViTDet's fixed 1024x1024 batch padding (`BatchFixedSizePad`); 32 GPUs x 2 = 64 images.
+#   repeated dataset) with ViTDet's fixed 1024x1024 batch padding (`BatchFixedSizePad`); 32 GPUs x 2 = 64 images;
+#   tested at 1024 padded to 1024 x 1024, as ViTDet (below).
 # - model: the backbone's last block (stride 16, final RMSNorm) -> `SimpleFeaturePyramid` (strides 4-32 + P6,
 #   256 channels, LN2d eps 1e-6); ViTDet heads: RPN with 2 convs, `Shared4Conv1FCBBoxHead` and a mask head with
 #   LayerNorm2d (eps 1e-6, as ViTDet's LN2d) in their convs.
@@ -76,3 +77,15 @@ param_scheduler = [
 
 # Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
 train_cfg = dict(type='ExactResumeEpochBasedTrainLoop')
+# Tested as ViTDet tests (and as trained): resized to 1024 (aspect kept) and padded to 1024 x 1024, so the backbone
+# sees the 64 x 64 grid it was trained on. The LSJ base's test pipeline (Resize 1333 x 800, padded only to a multiple
+# of 32) would give every image another grid: its 1D RoPE rows another stride and pos_embed resized to it.
+test_pipeline = [
+    dict(type='LoadImageFromFile', backend_args=None),
+    dict(type='Resize', scale=image_size, keep_ratio=True),
+    dict(type='Pad', size=image_size, pad_val=dict(img=(114, 114, 114))),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+]
+val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
+test_dataloader = val_dataloader
