@@ -4,6 +4,7 @@
 a bad config, data set or checkpoint ends each of them with one line, before anything is written that a later
 ``--resume`` would read.
 """
+import contextlib
 from typing import Any, Callable, Iterator, Sequence, Tuple
 
 from mmengine.config import Config
@@ -11,7 +12,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from mmcausal.engine.hooks import EmptyDetectionsHook
-from mmcausal.utils.checkpoint_coverage import partial_loads_allowed
+from mmcausal.utils.checkpoint_coverage import evaluation_loads, partial_loads_allowed
 from mmcausal.utils.cli import (
     check_pretrained_paths,
     check_sharded_load_from,
@@ -36,15 +37,17 @@ def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> I
 
 
 def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
-        check_pretrained: bool = True) -> None:
+        check_pretrained: bool = True, evaluating: bool = False) -> None:
     """Check the work dir, the settings, the datasets (and, for training, the ``Pretrained`` / ``load_from``
     files), build the Runner (the ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``)
     and its datasets, check them, and call ``action(runner)``; user-input errors end the program with one line
     (:func:`~mmcausal.utils.cli.user_errors_end_in_one_line`). A checkpoint that loads less than half of a module
-    is refused unless the config says ``allow_partial_load=True`` (``--allow-partial-load``). All checks run before
+    is refused unless the config says ``allow_partial_load=True`` (``--allow-partial-load``); with ``evaluating``
+    (the tools that only evaluate), so is one that loads none of a part that inference runs. All checks run before
     training, so a bad input found by them leaves nothing in the work dir that a later ``--resume`` would read.
     """
-    with user_errors_end_in_one_line(), partial_loads_allowed(bool(cfg.get('allow_partial_load', False))):
+    with user_errors_end_in_one_line(), partial_loads_allowed(bool(cfg.get('allow_partial_load', False))), \
+            evaluation_loads() if evaluating else contextlib.nullcontext():
         check_work_dir(cfg.work_dir)
         check_config_values(cfg, dataloaders)
         check_dataset_paths(cfg, dataloaders)

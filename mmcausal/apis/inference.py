@@ -16,6 +16,7 @@ import numpy as np
 from mmengine.config import Config
 from mmengine.registry import DATASETS, DefaultScope
 
+from mmcausal.utils.checkpoint_coverage import evaluation_loads
 from mmcausal.utils.checkpoint_loading import load_checkpoint_file
 from mmcausal.utils.cli import ConfigError
 
@@ -65,7 +66,7 @@ def build_inferencer(config: str, checkpoint: Optional[str] = None, device: Opti
         raise ConfigError(f"{config} builds model type {model_type!r}, which has no image inferencer (mmpretrain's "
                           'is for ImageClassifier configs); use a classification, segmentation or detection config.')
     meta = {} if checkpoint_has_classes(checkpoint) else config_dataset_meta(cfg)
-    with DefaultScope.overwrite_default_scope(scope):  # the pipeline's transforms are looked up in the scope
+    with DefaultScope.overwrite_default_scope(scope), evaluation_loads():  # transforms are looked up in the scope
         return _library_inferencer(scope, cfg, checkpoint, device, meta)
 
 

@@ -32,6 +32,7 @@ from mmengine.runner.checkpoint import load_checkpoint
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
+from mmcausal.utils.checkpoint_coverage import evaluation_loads
 from mmcausal.utils.errors import UserInputError
 
 #: the ONNX opset of the exported graphs (ONNX Runtime >= 1.16 runs it)
@@ -47,13 +48,15 @@ class ExportError(UserInputError, ValueError):
 
 def build_export_model(cfg: Config, checkpoint: str) -> nn.Module:
     """``cfg.model`` in eval mode with ``checkpoint``'s weights, loaded as ``tools/test.py`` loads them: through
-    mmcausal's safe loader, refused (``CheckpointMismatchError``) when it fits less than half of the model."""
+    mmcausal's safe loader, refused (``CheckpointMismatchError``) when it fits less than half of the model or none of
+    a part that inference runs."""
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
     model_cfg = copy.deepcopy(cfg.model)
     if cfg.get('data_preprocessor') is not None:
         model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
     model = MODELS.build(model_cfg)
-    load_checkpoint(model, checkpoint, map_location='cpu', strict=False, logger='silent')
+    with evaluation_loads():
+        load_checkpoint(model, checkpoint, map_location='cpu', strict=False, logger='silent')
     return model.eval()
 
 

@@ -7,8 +7,10 @@ logs the keys that did not match, so another model's checkpoint, or one whose ke
 :class:`CheckpointMismatchError` when the checkpoint loads less than :data:`MIN_LOADED_FRACTION` of the receiving
 module's weights, counted in elements: its parameters and floating-point persistent buffers (normalisation
 statistics). Integer buffers (counters, index tables) and non-persistent ones (tables recomputed from the
-config) are not weights. A partial load on purpose runs inside :func:`partial_loads_allowed`
-(``--allow-partial-load`` of the tools).
+config) are not weights. Loads for evaluation (``tools/test.py``, the inferencers, the ONNX export) run inside
+:func:`evaluation_loads`, which also refuses a checkpoint that loads none of a part of the model used in inference
+(``head``, ``neck``, ``decode_head`` ...): a backbone-only file in a segmentor, say, loads well over half of it. A
+partial load on purpose runs inside :func:`partial_loads_allowed` (``--allow-partial-load`` of the tools).
 """
 import re
 from collections import Counter
@@ -22,10 +24,13 @@ from .errors import UserInputError
 
 #: a checkpoint that loads less than this fraction of a module's weight elements is refused
 MIN_LOADED_FRACTION = 0.5
+#: model parts that inference never runs (mmseg's auxiliary heads): evaluation may go without them
+TRAINING_ONLY_PARTS = ('auxiliary_head', )
 #: the tools' flag that allows a partial load (also ``--cfg-options allow_partial_load=True``)
 PARTIAL_LOAD_FLAG = '--allow-partial-load'
 _SIZE_MISMATCH = re.compile(r'size mismatch for (\S+?):')
 _partial_allowed: ContextVar[bool] = ContextVar('mmcausal_partial_loads_allowed', default=False)
+_evaluating: ContextVar[bool] = ContextVar('mmcausal_evaluation_loads', default=False)
 
 
 class CheckpointMismatchError(UserInputError, ValueError):
@@ -40,6 +45,17 @@ def partial_loads_allowed(allowed: bool = True) -> Iterator[None]:
         yield
     finally:
         _partial_allowed.reset(token)
+
+
+@contextmanager
+def evaluation_loads() -> Iterator[None]:
+    """Inside the block, checkpoints are loaded to evaluate the model: every part of it that inference runs must
+    load at least one weight (:data:`TRAINING_ONLY_PARTS` excepted)."""
+    token = _evaluating.set(True)
+    try:
+        yield
+    finally:
+        _evaluating.reset(token)
 
 
 def weight_sizes(module: nn.Module) -> Dict[str, int]:
@@ -108,7 +124,11 @@ def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str
     absent = [key for key in weights if key in missing]
     unloaded = [key for key in weights if key in missing or key in mismatched]
     loaded = total - sum(weights[key] for key in unloaded)
-    if total == 0 or loaded >= MIN_LOADED_FRACTION * total:
+    if total and loaded >= MIN_LOADED_FRACTION * total:
+        if _evaluating.get():
+            _check_every_part_loads(module, weights, set(unloaded))
+        return
+    if total == 0:
         return
     raise CheckpointMismatchError(
         f'the checkpoint loads {len(weights) - len(unloaded)} of the {len(weights)} weights of '
@@ -116,3 +136,19 @@ def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str
         f'{", ".join(unloaded[:3])}{", ..." if len(unloaded) > 3 else ""}). '
         f'{likely_cause(list(weights), list(checkpoint_keys), absent, mismatched)} '
         f'To load it partly on purpose: {PARTIAL_LOAD_FLAG}.')
+
+
+def _check_every_part_loads(module: nn.Module, weights: Dict[str, int], unloaded: Collection[str]) -> None:
+    """Raise :class:`CheckpointMismatchError` if a top-level part of ``module`` with weights loaded none of them."""
+    parts = Counter(key.split('.', 1)[0] for key in weights if '.' in key)
+    missed = Counter(key.split('.', 1)[0] for key in unloaded if '.' in key)
+    empty = [part for part, count in parts.items() if missed[part] == count and part not in TRAINING_ONLY_PARTS]
+    if not empty:
+        return
+    loaded_parts = [part for part in parts if missed[part] < parts[part]]
+    raise CheckpointMismatchError(
+        f'the checkpoint loads none of the weights of {type(module).__name__}.{" / ".join(empty)} (e.g. '
+        f'{next(key for key in weights if key.startswith(empty[0] + "."))}), only of {", ".join(loaded_parts)}: '
+        f'evaluating it would use {"that part" if len(empty) == 1 else "those parts"} as randomly initialised. '
+        f'It is likely a pre-trained or converted file of a part (a backbone), not the trained '
+        f'{type(module).__name__}: evaluate that model\'s checkpoint, or load it anyway with {PARTIAL_LOAD_FLAG}.')

@@ -6,7 +6,7 @@ from mmengine.model import BaseModule
 from mmengine.runner.checkpoint import load_checkpoint
 from torch import nn
 
-from mmcausal.utils.checkpoint_coverage import CheckpointMismatchError, partial_loads_allowed
+from mmcausal.utils.checkpoint_coverage import CheckpointMismatchError, evaluation_loads, partial_loads_allowed
 
 
 class Net(BaseModule):
@@ -39,6 +39,32 @@ def test_a_small_part_missing_is_accepted(tmp_path):
     """Fine-tuning with a new head (or without the integer buffers) loads most of the weights: accepted."""
     state = {key: value for key, value in _weights(Net()).items() if not key.startswith('head.')}
     load_checkpoint(Net(), _save(state, tmp_path))
+
+
+def test_evaluation_refuses_a_part_that_loads_nothing(tmp_path):
+    """Most of the model but none of a part that inference runs: fine for fine-tuning, not to evaluate."""
+    state = {key: value for key, value in _weights(Net()).items() if not key.startswith('head.')}
+    path = _save(state, tmp_path)
+    with evaluation_loads(), pytest.raises(CheckpointMismatchError, match=r'loads none of the weights of Net\.head '
+                                           r'\(e\.g\. head\.weight\), only of backbone: evaluating it would use'):
+        load_checkpoint(Net(), path)
+    with evaluation_loads(), partial_loads_allowed():
+        load_checkpoint(Net(), path)
+    load_checkpoint(Net(), path)  # outside an evaluation (fine-tuning with a new head)
+
+
+def test_evaluation_goes_without_an_auxiliary_head(tmp_path):
+    """mmseg's auxiliary heads serve training only; a head missing a single weight still loads."""
+    class Segmentor(Net):
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.auxiliary_head = nn.Linear(32, 2)
+
+    state = {key: value for key, value in _weights(Segmentor()).items()
+             if not key.startswith('auxiliary_head.') and key != 'head.bias'}
+    with evaluation_loads():
+        load_checkpoint(Segmentor(), _save(state, tmp_path))
 
 
 def test_another_models_checkpoint_is_refused(tmp_path):

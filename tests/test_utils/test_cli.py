@@ -243,6 +243,11 @@ CATALOGUE = [
     ('test-backbone-only-checkpoint', 'test', SEG, 'ade20k',
      _checkpoint(lambda: _saved({'state_dict': _model_state(SEG, 'backbone')})), 1,
      r"CheckpointMismatchError: .*weights of EncoderDecoder .*only the 'backbone' of this model"),
+    ('test-classifier-without-its-head', 'test', CLS, 'imagenet',
+     _checkpoint(lambda: _saved({'state_dict': {key: value for key, value in _model_state(CLS).items()
+                                               if not key.startswith('head.')}})), 1,
+     r'CheckpointMismatchError: the checkpoint loads none of the weights of ImageClassifier\.head \(e\.g\. head\.'
+     r'.*only of backbone: evaluating it would use that part as randomly initialised.*--allow-partial-load'),
     ('load-from-another-family', 'train', DET, 'coco', _with_checkpoint(lambda: _model_state(CLS), 'load_from={ckpt}'),
      1, r'CheckpointMismatchError: the checkpoint loads \d+ of the \d+ weights of MaskRCNN .*a checkpoint of another '
      'model'),

@@ -136,7 +136,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                                           f'{osp.splitext(osp.basename(args.config))[0]}: top-1 vs resolution')
             print('plot written to ' + ' and '.join(paths))
 
-    run(cfg, (loader_name, ), evaluate)
+    run(cfg, (loader_name, ), evaluate, evaluating=True)
 
 
 if __name__ == '__main__':
