@@ -14,9 +14,9 @@ deletes the file), naming a guard that fails there, when they differ.
 
 The graph's input is what ``model(inputs, mode='tensor')`` takes: the data preprocessor's output (normalised
 ``(B, 3, H, W)`` fp32 images); its outputs are what that call returns (classifier: pre-softmax scores ``(B,
-classes)``; segmentor: logits ``(B, classes, H, W)``), or the feature maps of the backbone (and neck). A
-class-conditional generator exports its diffusion network (part ``'network'``, fixed size): inputs ``x``, ``t``,
-``y``, output ``(B, C_out, H, W)`` (:class:`NetworkOutputs`).
+classes)``; segmentor: logits ``(B, classes, H / s, W / s)`` at the decode head's stride ``s``), or the feature maps
+of the backbone (and neck). A class-conditional generator exports its diffusion network (part ``'network'``, fixed
+size): inputs ``x``, ``t``, ``y``, output ``(B, C_out, H, W)`` (:class:`NetworkOutputs`).
 """
 import copy
 import math

@@ -6,8 +6,10 @@
 
 The graph takes what ``model(inputs, mode='tensor')`` takes, the data preprocessor's output (``(B, 3, H, W)`` fp32
 images, normalised with the config's ``mean`` / ``std``), and returns what it returns: a classifier's pre-softmax
-scores ``(B, classes)``, a segmentor's logits ``(B, classes, H, W)``; with ``--backbone-only`` the backbone's feature
-maps, with ``--features`` those of the backbone and neck (``extract_feat``; a detector exports only this far).
+scores ``(B, classes)``, a segmentor's logits at its decode head's stride ``s`` ``(B, classes, H / s, W / s)``
+(mmseg's ``predict`` resizes them to the image, bilinear, ``align_corners=False``); with ``--backbone-only`` the
+backbone's feature maps, with ``--features`` those of the backbone and neck (``extract_feat``; a detector exports
+only this far).
 A class-conditional generator exports its diffusion network with ``--network`` (fixed size): inputs ``x`` latents
 ``(B, C, H, W)`` (``--shape``: the latent size, default the network's ``input_size``), ``t`` ``(B,)`` fp32 and ``y``
 ``(B,)`` int64 labels, output ``(B, C_out, H, W)``.
