@@ -22,6 +22,7 @@
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',
     'mmdet::common/lsj-100e_coco-instance.py',
+    '../_base_/datasets/vitdet_test_1024.py',
 ]
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
@@ -80,12 +81,6 @@ train_cfg = dict(type='ExactResumeEpochBasedTrainLoop')
 # Tested as ViTDet tests (and as trained): resized to 1024 (aspect kept) and padded to 1024 x 1024, so the backbone
 # sees the 64 x 64 grid it was trained on. The LSJ base's test pipeline (Resize 1333 x 800, padded only to a multiple
 # of 32) would give every image another grid: its 1D RoPE rows another stride and pos_embed resized to it.
-test_pipeline = [
-    dict(type='LoadImageFromFile', backend_args=None),
-    dict(type='Resize', scale=image_size, keep_ratio=True),
-    dict(type='Pad', size=image_size, pad_val=dict(img=(114, 114, 114))),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
-]
+test_pipeline = {{_base_.vitdet_test_pipeline}}  # ../_base_/datasets/vitdet_test_1024.py
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader

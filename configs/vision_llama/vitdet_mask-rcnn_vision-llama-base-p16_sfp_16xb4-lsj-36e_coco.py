@@ -35,6 +35,7 @@
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',
     'mmdet::common/lsj-100e_coco-instance.py',
+    '../_base_/datasets/vitdet_test_1024.py',
 ]
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
@@ -84,13 +85,7 @@ train_dataloader = dict(
     batch_size=4,  # x 16 GPUs = 64
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(times=1))  # the base's RepeatDataset only matters for epoch-based loops
-test_pipeline = [
-    dict(type='LoadImageFromFile', backend_args=None),
-    dict(type='Resize', scale=image_size, keep_ratio=True),
-    dict(type='Pad', size=image_size, pad_val=dict(img=(114, 114, 114))),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
-]
+test_pipeline = {{_base_.vitdet_test_pipeline}}  # ../_base_/datasets/vitdet_test_1024.py
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
