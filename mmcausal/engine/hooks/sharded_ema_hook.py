@@ -61,6 +61,7 @@ class ShardedEMAHook(Hook):
         self.params: List[torch.Tensor] = []
         self.averages: List[torch.Tensor] = []
         self._loaded: Optional[dict] = None
+        self._averages_stale = False  # a checkpoint without EMA shards was loaded: the average is its weights
 
     def before_run(self, runner: Runner) -> None:
         strategy = getattr(runner, 'strategy', None)
@@ -73,6 +74,7 @@ class ShardedEMAHook(Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Optional[dict] = None,
                          outputs: Optional[dict] = None) -> None:
+        self._averages_stale = False  # the first step copies the weights anyway
         with torch.no_grad():
             for average, param in zip(self.averages, self.params):
                 if self.steps == 0:
@@ -82,8 +84,13 @@ class ShardedEMAHook(Hook):
         self.steps += 1
 
     def _swap(self) -> None:
-        """Exchange the model's parameter shards with the EMA ones."""
+        """Exchange the model's parameter shards with the EMA ones (which are the model's own after a load of a
+        checkpoint without EMA shards, as mmengine's ``EMAHook`` takes such a checkpoint's weights)."""
         with torch.no_grad():
+            if self._averages_stale:
+                for average, param in zip(self.averages, self.params):
+                    average.copy_(param)
+                self._averages_stale = False
             for average, param in zip(self.averages, self.params):
                 current = param.detach().clone()
                 param.copy_(average)
@@ -108,7 +115,9 @@ class ShardedEMAHook(Hook):
         """Take the EMA shards of a resumed or loaded checkpoint (applied now, or in :meth:`before_run`: mmengine's
         ``Runner`` loads checkpoints after ``before_run``, its ``FlexibleRunner`` before)."""
         self._loaded = checkpoint.get(CHECKPOINT_KEY)
-        if self.averages:
+        if self._loaded is None:  # the weights are loaded after this hook: averaged from them at first use
+            self.steps, self._averages_stale = 0, True
+        elif self.averages:
             self._restore()
 
     def _restore(self) -> None:
