@@ -41,8 +41,9 @@ class ShardedEMAHook(Hook):
     one copying, as ``ExponentialMovingAverage`` (buffers are not averaged). Validation and testing run on the
     EMA weights, as mmpretrain's ``EMAHook`` does by default. Each rank's checkpoint file carries its EMA shards
     (``'ema_shards'``), so a resumed run continues the average exactly, ``tools/test.py`` with the same
-    sharded config and world size evaluates it and ``tools/model_converters/consolidate_sharded_checkpoint.py
-    --ema`` writes it as one regular checkpoint. Needs ``state_dict_cfg='local'`` (per-rank checkpoints).
+    sharded config and world size evaluates it and ``tools/model_converters/consolidate_sharded_checkpoint.py``
+    writes it as one regular checkpoint (``--no-ema``: the trained weights instead). A loaded checkpoint without EMA
+    shards is evaluated on its own weights. Needs ``state_dict_cfg='local'`` (per-rank checkpoints).
 
     Args:
         momentum: weight of the current parameters in each update.
