@@ -239,10 +239,12 @@ def test_benchmark_compile_puts_each_compiled_case_below_its_eager_case():
 
 
 def test_benchmark_onnxruntime_times_the_exported_model_in_onnx_runtime(tmp_path, monkeypatch):
-    """``--onnxruntime``: the case's model is exported once (kept in the folder) and every step is a run of the ONNX
-    Runtime session (the warm-up and each repeat), not of the PyTorch model."""
+    """``--onnxruntime``: the case's model is exported once (kept in the folder), in a process of its own (so the
+    export's memory is not the case's peak), and every step is a run of the ONNX Runtime session (the warm-up and
+    each repeat), not of the PyTorch model."""
     onnxruntime = pytest.importorskip('onnxruntime')
     benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    monkeypatch.setattr(benchmark, 'export_for_onnxruntime', lambda *args: pytest.fail('exported in this process'))
     runs = []
     run = onnxruntime.InferenceSession.run
     monkeypatch.setattr(onnxruntime.InferenceSession, 'run',

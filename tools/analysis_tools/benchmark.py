@@ -24,7 +24,8 @@ percent over minutes, and interleaved rounds see the same drift in every config.
 second time with the model under ``torch.compile`` (default backend: inductor), in the row below it (``first step
 s``: the warm-up step, which compiles, then the timed steps reuse the graphs). ``--onnxruntime`` (inference on the
 CPU) measures every case a third way: the model exported to ONNX (``tools/deployment/pytorch2onnx.py``'s export at
-the case's fixed shape, once per case into a temporary folder, outside the timing) and run by ONNX Runtime with as
+the case's fixed shape, once per case into a temporary folder, in a process of its own: outside the timing and the
+memory) and run by ONNX Runtime with as
 many intra-op threads as torch uses, in the row below the compiled one (``first step s``: the first run of the
 session). ``--batch`` takes several sizes: every case at each. Example (the CaiT README's table)::
 
@@ -190,15 +191,19 @@ def parse_size(text: str) -> Tuple[int, int]:
     return int(parts[0]), int(parts[-1])
 
 
-def onnxruntime_step(module: torch.nn.Module, images: torch.Tensor, backbone_only: bool, onnx_path: str):
-    """A step that runs ``module`` (a whole model, or a backbone with ``backbone_only``) exported to ONNX (written to
-    ``onnx_path`` unless it exists) in ONNX Runtime on ``images``, with torch's number of intra-op threads."""
+def export_for_onnxruntime(module: torch.nn.Module, shape: Tuple[int, ...], backbone_only: bool, onnx_path: str):
+    """Export ``module`` (a whole model, or a backbone with ``backbone_only``) at the fixed input ``shape``."""
+    from mmcausal.deployment import TensorOutputs, export_onnx, exportable_part
+    part = TensorOutputs(module, 'module') if backbone_only else exportable_part(module)
+    export_onnx(part.eval(), onnx_path, shape, check=False)
+
+
+def onnxruntime_step(images: torch.Tensor, onnx_path: str):
+    """A step that runs the exported file ``onnx_path`` in ONNX Runtime on ``images``, with torch's number of
+    intra-op threads."""
     import onnxruntime
 
-    from mmcausal.deployment import INPUT_NAME, TensorOutputs, export_onnx, exportable_part
-    if not osp.isfile(onnx_path):
-        part = TensorOutputs(module, 'module') if backbone_only else exportable_part(module)
-        export_onnx(part.eval(), onnx_path, tuple(images.shape), check=False)
+    from mmcausal.deployment import INPUT_NAME
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
     session = onnxruntime.InferenceSession(onnx_path, options, providers=['CPUExecutionProvider'])
@@ -226,8 +231,11 @@ def measure(spec: str, size: str, batch: int, repeats: int, backbone_only: bool,
                          'that (without --train the whole model times its sampler).')
     if onnxruntime:
         key = hashlib.sha1(f'{spec}|{size}|{batch}|{backbone_only}'.encode()).hexdigest()[:16]
-        run_session = onnxruntime_step(module, images, backbone_only,
-                                       osp.join(onnx_dir or tempfile.gettempdir(), f'{key}.onnx'))
+        onnx_path = osp.join(onnx_dir or tempfile.gettempdir(), f'{key}.onnx')
+        if not osp.isfile(onnx_path):  # exported in a process of its own: its memory is not this case's
+            subprocess.run([sys.executable, __file__, spec, '--single', '--sizes', size, '--batch', str(batch),
+                            *(['--backbone-only'] if backbone_only else []), '--export-onnx', onnx_path], check=True)
+        run_session = onnxruntime_step(images, onnx_path)
 
     def step() -> None:
         if onnxruntime:
@@ -328,6 +336,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--onnx-dir', help=argparse.SUPPRESS)  # where the children keep the exported files
     parser.add_argument('--device', default='cpu', choices=('cpu', 'cuda'))
     parser.add_argument('--single', action='store_true', help=argparse.SUPPRESS)  # one case, in a child process
+    parser.add_argument('--export-onnx', help=argparse.SUPPRESS)  # with --single: export the case to this file
     args = parser.parse_args()
     for size in args.sizes:
         try:
@@ -345,6 +354,12 @@ def main() -> None:
     args = parse_args()
     flags = [*(['--backbone-only'] if args.backbone_only else []), *(['--train'] if args.train else []),
              *(['--amp'] if args.amp else [])]
+    if args.single and args.export_onnx:  # the case's model exported for --onnxruntime, in a process of its own
+        torch.manual_seed(0)
+        module = build_model(args.configs[0], args.backbone_only)
+        shape = tuple(example_inputs(module, args.batch[0], parse_size(args.sizes[0]), 'cpu')[0].shape)
+        export_for_onnxruntime(module, shape, args.backbone_only, args.export_onnx)
+        return
     if args.single:  # --compile / --onnxruntime: this case under torch.compile / in ONNX Runtime
         print(json.dumps(measure(args.configs[0], args.sizes[0], args.batch[0], args.repeats, args.backbone_only,
                                  args.train, args.device, args.amp, args.compile, args.onnxruntime, args.onnx_dir)))
