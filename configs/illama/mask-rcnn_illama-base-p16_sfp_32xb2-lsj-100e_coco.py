@@ -27,7 +27,7 @@ _base_ = [
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
 image_size = (1024, 1024)
-head_norm_cfg = dict(type='mmpretrain.LN2d', eps=1e-6, requires_grad=True)  # ViTDet's LN2d; see the ViTDet config
+head_norm_cfg = dict(type='mmpretrain.LN2d', eps=1e-6, requires_grad=True)  # ViTDet's eps; see the ViTDet config
 pretrained = 'checkpoints/illama-base-p16_in1k.pth'
 model = dict(
     data_preprocessor=dict(

@@ -13,8 +13,11 @@
 # `tools/model_converters/visionllama2mmcausal.py` or use our MAE pre-training (see the UperNet config).
 #
 # Heads as in ViTDet: RPN with 2 convs, `Shared4Conv1FCBBoxHead`, and a mask head, with LayerNorm2d in the conv
-# heads, eps 1e-6 as ViTDet's and the official code's `LN2d` (torch's default 1e-5 is not theirs); the neck's LN2d
-# uses 1e-6 and its convs ViTDet's init (kaiming normal, fan_out) by default (`SimpleFeaturePyramid`).
+# heads, eps 1e-6 as ViTDet's own `LayerNorm` (Li et al., detectron2); the neck's LN2d uses 1e-6 and its convs
+# ViTDet's init (kaiming normal, fan_out) by default (`SimpleFeaturePyramid`). WHERE THIS DIFFERS FROM THE OFFICIAL
+# CODE: the official detector is mmdet's ViTDet project, whose `norm_cfg=dict(type='LN2d')` without eps goes through
+# mmcv's `build_norm_layer`, which sets eps 1e-5 (neck and heads). No official detector weights were released, so
+# this follows ViTDet's 1e-6; `head_norm_cfg.eps=1e-5` and `model.neck.norm_eps=1e-5` give the official code's.
 # mmpretrain registers LayerNorm2d as 'LN2d'; the mmdet scope does not have it, so it is named with its scope
 # (`mmpretrain.LN2d`, resolved by mmengine's cross-scope lookup; tested under mmdet's own tools/train.py).
 #

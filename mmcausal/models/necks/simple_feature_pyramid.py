@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 
-LN2D_EPS = 1e-6  # ViTDet's LayerNorm2d (detectron2 `LayerNorm`, mmdet ViTDet `LN2d`); torch's default is 1e-5
+LN2D_EPS = 1e-6  # ViTDet's LayerNorm2d (detectron2 `LayerNorm`); mmdet's ViTDet project ends at mmcv's 1e-5
 # ViTDet's conv init in the neck (mmcv `ConvModule`: Caffe2 "MSRAFill"): kaiming normal, fan_out, ReLU gain, bias 0.
 # Only `Conv2d` is matched: the transposed convs keep PyTorch's default init, as in ViTDet.
 CONV_INIT = dict(type='Kaiming', layer='Conv2d', mode='fan_out', nonlinearity='relu', distribution='normal', bias=0.)
@@ -48,8 +48,9 @@ class SimpleFeaturePyramid(BaseModule):
         out_channels: channels of every output level.
         scales: resolution factors relative to the input map.
         num_outs: total number of outputs (>= ``len(scales)``).
-        norm_eps: eps of every LayerNorm2d: ViTDet's 1e-6 by default; the released De-focus detector's neck has
-            1e-5 (its LN2d is built by mmcv's ``build_norm_layer``, which sets eps 1e-5 when the config gives none).
+        norm_eps: eps of every LayerNorm2d: ViTDet's 1e-6 by default; necks of mmdet's ViTDet project (the
+            released De-focus detector's, the official VisionLLaMA code's) have 1e-5 (their LN2d is built by mmcv's
+            ``build_norm_layer``, which sets eps 1e-5 when the config gives none).
         init_cfg: defaults to ViTDet's conv init (:data:`CONV_INIT`).
 
     Input: a tuple whose last element is ``(B, in_channels, H/16, W/16)``; output: tuple of

@@ -16,7 +16,8 @@ def test_levels_have_strides_4_to_64():
 
 
 def test_layer_norms_use_vitdet_eps():
-    """ViTDet's LN2d (detectron2 `LayerNorm`, mmdet ViTDet / official VisionLLaMA `LN2d`) has eps 1e-6."""
+    """ViTDet's LayerNorm2d (detectron2 `LayerNorm`) has eps 1e-6 (mmdet's ViTDet project gets mmcv's 1e-5: the
+    ``norm_eps`` option, below)."""
     neck = SimpleFeaturePyramid(in_channels=32, out_channels=16)
     norms = [m for m in neck.modules() if isinstance(m, nn.LayerNorm)]
     assert len(norms) == 1 + 2 * 4  # the stride-4 branch's norm + two per output level
