@@ -8,7 +8,7 @@ Triton lowers each kernel to PTX and runs ``ptxas`` (both ship with triton), as 
 so a kernel that would not compile there fails here; ``cuobjdump`` (also shipped) reads the resources off the
 cubin. Each kernel is compiled anew (a temporary Triton cache), so ``compile_s`` is the compile time on first use.
 The kernels are compiled with the options :mod:`mmcausal.models.backbones.defocus.triton_scan` launches them
-with (its ``SEGMENT``, ``BLOCK_E``, ``NUM_WARPS`` unless ``--num-warps``; ``BLOCK_N`` from ``--states``) and the dtypes
+with (its ``launch_options`` for ``N = --states``; ``--num-warps`` replaces the launched warps) and the dtypes
 it launches (fp32, and fp64 for fp64 inputs). Run without ``TRITON_INTERPRET`` (the tests set it without a GPU):
 the tool removes it and restarts itself if it is set.
 """
@@ -71,14 +71,14 @@ def compile_rows(args: argparse.Namespace) -> List[dict]:
 
     from mmcausal.models.backbones.defocus import triton_scan, triton_scan_kernels
     cuobjdump = Path(triton.__file__).parent / 'backends' / 'nvidia' / 'bin' / 'cuobjdump'
-    constants = dict(SEGMENT=triton_scan.SEGMENT, BLOCK_E=triton_scan.BLOCK_E,
-                     BLOCK_N=triton.next_power_of_2(args.states))
+    constants = triton_scan.launch_options(args.states)
+    launched_warps = constants.pop('num_warps')
     rows = []
     for name in KERNELS:
         kernel = getattr(triton_scan_kernels, f'selective_scan_{name}')
         for dtype in args.dtypes:
             for arch in args.archs:
-                for num_warps in args.num_warps or [triton_scan.NUM_WARPS]:
+                for num_warps in args.num_warps or [launched_warps]:
                     source = ASTSource(fn=triton.jit(kernel), signature=signature(kernel, dtype),
                                        constexprs=constants)
                     start = time.perf_counter()

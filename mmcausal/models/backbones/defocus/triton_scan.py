@@ -111,13 +111,18 @@ def check_operands(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) ->
                                    f'{sorted(map(str, devices))}.')
 
 
+def launch_options(states: int) -> dict:
+    """The kernels' compile-time constants and ``num_warps`` for ``N = states`` (also what
+    ``tools/analysis_tools/triton_scan_resources.py`` compiles them with)."""
+    import triton
+    return dict(SEGMENT=SEGMENT, BLOCK_E=BLOCK_E, BLOCK_N=triton.next_power_of_2(states), num_warps=NUM_WARPS)
+
+
 def _layout(u: Tensor, B: Tensor) -> Tuple[int, int, int, int, int, dict]:
     """``(batch, length, channels, states, checkpoints, launch options)`` of a scan."""
-    import triton
     batch, length, channels = u.shape
     states = B.shape[-1]
-    options = dict(SEGMENT=SEGMENT, BLOCK_E=BLOCK_E, BLOCK_N=triton.next_power_of_2(states), num_warps=NUM_WARPS)
-    return batch, length, channels, states, -(-length // SEGMENT) - 1, options
+    return batch, length, channels, states, -(-length // SEGMENT) - 1, launch_options(states)
 
 
 @torch.library.custom_op('mmcausal::selective_scan_triton', mutates_args=())
