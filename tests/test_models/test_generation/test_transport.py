@@ -112,7 +112,7 @@ def test_stochastic_heun_takes_sits_step():
     its Euler guess (drift = v + w score, w = 1 - t); a fixed noise sequence makes both runs comparable."""
     def drift(x, t):
         velocity = optimal_velocity(x, torch.full((x.shape[0], ), t))
-        return velocity + (1 - t) * LinearInterpolant.score(velocity, x, torch.full((x.shape[0], ), t))
+        return velocity + (1 - t) * (t * velocity - x) / (1 - t)  # w_t score, score = (t v - x) / (1 - t)
 
     draws = iter(torch.randn(10, 3, 1, generator=torch.Generator().manual_seed(0)))
     start = torch.randn(3, 1)
