@@ -107,6 +107,57 @@ def _scalar_reads(forward: Callable[[], object]) -> int:
     return reads.count
 
 
+class _HostTensors(TorchDispatchMode):
+    """Records the ops that make a tensor from host data (``torch.tensor(...)``: ``lift_fresh``; on a GPU a copy
+    from host memory every forward) or read a tensor's value on the host (``_local_scalar_dense``)."""
+
+    HOST_OPS = (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default,
+                torch.ops.aten._local_scalar_dense.default)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in self.HOST_OPS:
+            self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _host_tensors_of_a_second_forward(model: nn.Module, *inputs: Tensor, **kwargs) -> list:
+    """The host ops of a forward at fixed weights after a first one (which may check new weights once)."""
+    with torch.no_grad():
+        model(*inputs, **kwargs)
+        with _HostTensors() as recorded:
+            model(*inputs, **kwargs)
+    return recorded.ops
+
+
+@pytest.mark.parametrize('name,tiny', CASES)
+def test_backbone_forward_makes_no_tensor_from_host_data(name, tiny):
+    """At fixed weights a forward of every registered backbone neither copies host data to the device nor reads a
+    value back (cuda-review 13: the legacy class-token RoPE made its position with ``torch.tensor`` each forward)."""
+    tiny = _require(tiny, name)
+    model = build(name, tiny).eval()
+    assert _host_tensors_of_a_second_forward(model, torch.randn(IMAGES), **tiny.forward_kwargs) == []
+
+
+@pytest.mark.parametrize('cls_rope', ['legacy_trunc', 'legacy_floor'])
+def test_legacy_class_token_rope_makes_no_tensor_from_host_data(cls_rope):
+    from mmcausal.models.backbones import VisionLLaMA
+    model = VisionLLaMA(dict(embed_dims=32, num_layers=2, num_heads=2), img_size=32, patch_size=8,
+                        rope_mode='as2d', cls_rope=cls_rope).eval()
+    assert _host_tensors_of_a_second_forward(model, torch.randn(IMAGES)) == []
+
+
+def test_generation_network_forward_makes_no_tensor_from_host_data():
+    from mmcausal.models import DiffusionTransformer
+    network = DiffusionTransformer(dict(embed_dims=32, num_layers=2, num_heads=2), patch_size=2, input_size=8,
+                                   num_classes=4).eval()
+    latents, timesteps, labels = torch.randn(2, 4, 8, 8), torch.tensor([3., 700.]), torch.tensor([0, 3])
+    assert _host_tensors_of_a_second_forward(network, latents, timesteps, labels) == []
+
+
 def test_decay_fold_limit_is_read_from_the_device_only_after_the_rates_change(monkeypatch):
     """De-focus ViT's attention checks ``|lambda| (N - 1) <= FOLD_LIMIT`` on the host once per new rates (a training
     step), not in every forward: evaluation at fixed weights reads nothing. A step past the limit is still seen."""

@@ -161,9 +161,11 @@ class GridRoPE(nn.Module):
             return torch.arange(index, index + 1, device=device, dtype=torch.float32)
         if self.cls_rope == 'identity':
             return torch.zeros(1, 2, device=device)
-        row = 0. if self.cls_rope == 'legacy_trunc' else -1.
+        # made on the device from an arange (no host-to-device copy every forward; the grid may be symbolic)
+        last_column = torch.arange(grid[1] - 1, grid[1], device=device, dtype=torch.float32)
+        row = torch.full_like(last_column, 0. if self.cls_rope == 'legacy_trunc' else -1.)
         scale_y, scale_x = self.scale(grid)
-        return torch.tensor([[row * scale_y, (grid[1] - 1) * scale_x]], device=device)
+        return torch.stack((row * scale_y, last_column * scale_x), dim=-1)
 
     def angles(self, positions: Tensor) -> Tensor:
         """Positions ``(..., N)`` (1D) or ``(..., N, 2)`` (2D) -> angles ``(..., N, head_dim/2)`` fp32."""
