@@ -51,8 +51,9 @@ from mmengine.device import get_device
 from mmengine.model import MMDistributedDataParallel, MMFullyShardedDataParallel
 from mmengine.runner import CheckpointLoader
 
-from mmcausal.utils.checkpoint_coverage import check_checkpoint_coverage, size_mismatched_keys
-from mmcausal.utils.checkpoint_loading import load_checkpoint_file
+from mmcausal.utils.checkpoint_coverage import CheckpointMismatchError, check_checkpoint_coverage, size_mismatched_keys
+from mmcausal.utils.checkpoint_loading import CheckpointFormatError, load_checkpoint_file
+from mmcausal.utils.errors import UserInputError
 
 _SHIM_FLAG = '__mmcausal_shim__'
 
@@ -97,6 +98,21 @@ class _TorchWithSafeLoad(types.ModuleType):
         return load_checkpoint_file(f, map_location)
 
 
+def _as_runner_checkpoint(loaded: Any, source: Any) -> dict:
+    """What a Runner's hooks expect of the checkpoint it loads: a dict, with the weights under ``'state_dict'``.
+
+    A bare state dict (tensors only, as ``torch.save(model.state_dict())`` writes) is wrapped, so that hooks that
+    read ``checkpoint['state_dict']`` (mmpretrain's ``EMAHook``) see it; anything but a dict is refused in one line.
+    """
+    if not isinstance(loaded, dict):
+        name = repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else 'the checkpoint'
+        raise CheckpointFormatError(f'{name} holds a {type(loaded).__name__}, not a dict of weights (a Runner '
+                                    'checkpoint or torch.save(model.state_dict())); check the path.')
+    if loaded and 'state_dict' not in loaded and all(isinstance(value, torch.Tensor) for value in loaded.values()):
+        return {'state_dict': loaded}
+    return loaded
+
+
 def _load_url(url: str, model_dir: Optional[str] = None, map_location: Optional[Any] = None,
               progress: bool = True, check_hash: bool = False, file_name: Optional[str] = None) -> Any:
     """``load_url`` for mmengine: download into torch's hub cache as torch does, then load safely."""
@@ -136,6 +152,28 @@ def patch_checkpoint_loading() -> None:
     checkpoint_module.torch = _TorchWithSafeLoad()
     checkpoint_module.load_url = _load_url
     CheckpointLoader.register_scheme(prefixes='file://', loader=_load_from_file_url, force=True)
+    _patch_runner_checkpoint_form()
+
+
+def _patch_runner_checkpoint_form() -> None:
+    """``Runner.load_checkpoint`` (``tools/test.py``, ``load_from``) gets a dict with ``'state_dict'``.
+
+    Breaks: mmengine 0.10.7 ``Runner.load_checkpoint`` hands the loaded object to the hooks' ``after_load_checkpoint``
+    as it is; mmpretrain's ``EMAHook`` then reads ``checkpoint['state_dict']`` (a ``KeyError`` traceback for a bare
+    state dict, which the model itself loads), and a file holding a tensor or a list fails deep in mmengine. Only the
+    Runner's reference is patched: ``CheckpointLoader`` and ``load_checkpoint`` return files as they are.
+    """
+    from mmengine.runner import runner as runner_module
+
+    load = runner_module._load_checkpoint
+    if _is_shim(load):
+        return
+
+    @functools.wraps(load)
+    def load_runner_checkpoint(filename: str, map_location: Optional[Any] = None, logger: Any = None) -> dict:
+        return _as_runner_checkpoint(load(filename, map_location=map_location, logger=logger), filename)
+
+    _install('_load_checkpoint', load_runner_checkpoint, 'mmengine.runner.runner')
 
 
 def _receiving_module(module: torch.nn.Module) -> torch.nn.Module:
@@ -144,6 +182,19 @@ def _receiving_module(module: torch.nn.Module) -> torch.nn.Module:
     while is_model_wrapper(module) or isinstance(module, BaseTTAModel):
         module = module.module
     return module
+
+
+def _check_coverage_by_name(receiver: torch.nn.Module, state_dict: dict) -> None:
+    """Where a load hook refused an entry before the load, judge the checkpoint by its keys and shapes alone: a
+    checkpoint of another model is named as such (``CheckpointMismatchError``), not by the entry the hook refused."""
+    own = receiver.state_dict()
+    missing = [key for key in own if key not in state_dict]
+    mismatched = [key for key in own if key in state_dict and hasattr(state_dict[key], 'shape')
+                  and state_dict[key].shape != own[key].shape]
+    try:
+        check_checkpoint_coverage(receiver, list(state_dict), missing, mismatched)
+    except CheckpointMismatchError as mismatch:  # the cause, which the hook's refusal would hide (the CLI reports
+        raise mismatch from None                  # the innermost user error of a chain)
 
 
 def patch_checkpoint_coverage() -> None:
@@ -175,6 +226,9 @@ def patch_checkpoint_coverage() -> None:
         handle = receiver.register_load_state_dict_pre_hook(keep_lists)
         try:
             load_state_dict(module, state_dict, strict, logger)
+        except UserInputError:  # a load hook refused an entry (a pos_embed it cannot resize) ...
+            _check_coverage_by_name(receiver, state_dict)  # ... of another model's checkpoint?
+            raise
         finally:
             handle.remove()
         check_checkpoint_coverage(receiver, list(state_dict), collected.get('missing', []),

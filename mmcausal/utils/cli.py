@@ -13,6 +13,7 @@ import re
 from contextlib import contextmanager
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Type
 
+import cv2
 from mmengine.config import Config, DictAction
 
 from .checkpoint_coverage import PARTIAL_LOAD_FLAG, CheckpointMismatchError
@@ -46,6 +47,9 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
      'the image folder has {0} class subfolders but metainfo.classes names {1} classes. Make them agree.'),
     (RuntimeError, re.compile(r'Found 0 files in subfolders of: (.+?)\. Supported extensions are: (\S+)'),
      DatasetFormatError, 'no image files in the class subfolders of {0} (extensions {1}).'),
+    (cv2.error, re.compile(r'!buf\.empty\(\) in function .imdecode'), DatasetFormatError,
+     'an image of the dataset is an empty file; run with num_workers=0 (--cfg-options '
+     'train_dataloader.num_workers=0) to have its name, then replace it.'),
     (OSError, re.compile(r'image file is truncated|cannot identify image file'), DatasetFormatError,
      'an image or segmentation map of the dataset is truncated, empty or not an image; run with num_workers=0 '
      '(--cfg-options train_dataloader.num_workers=0) to have its name, then replace it.'),
@@ -224,9 +228,38 @@ def unknown_layer_type_error(error: BaseException) -> Optional[ConfigError]:
                        f'registered in {match.group(1)}. Check its spelling (e.g. BN, SyncBN, LN, GN, Conv2d).')
 
 
+#: mmengine's registry builders (``mmengine/registry/build_functions.py``) -> their local naming the class being built
+REGISTRY_BUILDERS = {'build_from_cfg': 'obj_cls', 'build_scheduler_from_cfg': 'scheduler_cls'}
+
+
+def refused_settings_error(error: BaseException) -> Optional[ConfigValueError]:
+    """The :class:`ConfigValueError` behind ``error`` if a component the config names refused its settings while
+    the registry built it (a ``ValueError`` or ``AssertionError`` raised under one of mmengine's registry builders,
+    e.g. ``LinearLR(start_factor=1.5)``, ``EMAHook(momentum=1.5)``, ``LabelSmoothLoss(label_smooth_val=1.5)``), else
+    ``None``. The component is the innermost one being built (the builder's class local); its message follows."""
+    if not isinstance(error, (ValueError, AssertionError)):
+        return None
+    trace, component, raised_at = error.__traceback__, None, None
+    while trace is not None:
+        frame = trace.tb_frame
+        built = REGISTRY_BUILDERS.get(frame.f_code.co_name)
+        if built in frame.f_locals and frame.f_code.co_filename.endswith(osp.join('registry', 'build_functions.py')):
+            component = frame.f_locals[built]
+        raised_at = frame
+        trace = trace.tb_next
+    if component is None:
+        return None
+    name = getattr(component, '__name__', str(component))
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else \
+        f'an assertion at {osp.basename(raised_at.f_code.co_filename)}:{raised_at.f_lineno}'
+    return ConfigValueError(f'{name} refuses the settings the config gives it: {reason.rstrip(".")}. Change them in '
+                            'the config (or --cfg-options).')
+
+
 def _library_user_error(error: BaseException) -> Optional[UserInputError]:
     """``error`` as the user error of :data:`LIBRARY_USER_ERRORS` it matches (or an empty dataset that
-    mmengine failed to serialize, a file error while a sample was loaded, an unknown layer type), else ``None``."""
+    mmengine failed to serialize, a file error while a sample was loaded, an unknown layer type, settings a
+    component refused while it was built), else ``None``."""
     found = empty_dataset_error(error) or sample_loading_error(error) or unknown_layer_type_error(error)
     if found is not None:
         return found
@@ -237,7 +270,7 @@ def _library_user_error(error: BaseException) -> Optional[UserInputError]:
         match = pattern.search(message) if isinstance(error, error_type) else None
         if match:
             return user_error(explanation.format(*match.groups()))
-    return None
+    return refused_settings_error(error)
 
 
 def find_user_error(error: BaseException) -> Optional[BaseException]:

@@ -154,18 +154,38 @@ def _decoded_size(name: str, path: str, exif_rotation: bool) -> Tuple[int, int]:
     return (height, width) if rotated else (width, height)
 
 
+def _listed_stems(name: str, ann_file: str, img_dir: str, img_suffix: str) -> List[str]:
+    """The image stems an mmseg ``ann_file`` lists (one per line, as ``BaseSegDataset`` reads it), each checked to
+    exist in ``img_dir``."""
+    stems = [line.strip() for line in open(ann_file, encoding='utf-8') if line.strip()]
+    absent = [stem for stem in stems if not osp.isfile(osp.join(img_dir, stem + img_suffix))]
+    if absent:
+        raise DatasetFormatError(f'{name}: {ann_file!r} lists {len(absent)} image(s) that {img_dir!r} does not have '
+                                 f'(first: {absent[0] + img_suffix}). Fix the list or add the images.')
+    return stems
+
+
 def _check_segmentation_pairs(name: str, dataset_cfg: dict) -> None:
-    """Every image of an mmseg folder dataset (no ``ann_file``) has a segmentation map of its size (the loaders
-    would otherwise pair pixels with the labels of other pixels, or fail in a later crop)."""
+    """Every image of an mmseg dataset (the image folder's, or those its ``ann_file`` lists) has a segmentation map
+    of its size (the loaders would otherwise pair pixels with the labels of other pixels, or fail in a later
+    crop)."""
     root = dataset_cfg.get('data_root') or ''
     prefix = dataset_cfg.get('data_prefix') or {}
-    if dataset_cfg.get('ann_file') or not prefix.get('img_path') or not prefix.get('seg_map_path'):
+    if not prefix.get('img_path') or not prefix.get('seg_map_path'):
         return
     img_suffix = dataset_cfg.get('img_suffix', '.jpg')
     seg_suffix = dataset_cfg.get('seg_map_suffix', '.png')
     img_dir, seg_dir = osp.join(root, prefix['img_path']), osp.join(root, prefix['seg_map_path'])
-    images = sorted(_relative_stems(img_dir, img_suffix))
-    missing = sorted(set(images) - set(_relative_stems(seg_dir, seg_suffix)))
+    ann_file = dataset_cfg.get('ann_file')
+    if ann_file:
+        ann_file = ann_file if osp.isabs(ann_file) else osp.join(root, ann_file)
+        if not osp.isfile(ann_file):
+            return  # check_dataset_paths names a missing file
+        images = _listed_stems(name, ann_file, img_dir, img_suffix)
+        missing = [stem for stem in images if not osp.isfile(osp.join(seg_dir, stem + seg_suffix))]
+    else:
+        images = sorted(_relative_stems(img_dir, img_suffix))
+        missing = sorted(set(images) - set(_relative_stems(seg_dir, seg_suffix)))
     if missing:
         raise DatasetFormatError(f'{name}: {len(missing)} image(s) in {img_dir!r} have no segmentation map in '
                                  f'{seg_dir!r} (first: {missing[0] + img_suffix} needs {missing[0] + seg_suffix}). '
@@ -293,11 +313,13 @@ def _sample_file(transform: Any, results: dict) -> Tuple[str, str]:
 
 def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
     """The :class:`DatasetFormatError` behind ``error`` if it is a file error (``OSError``: a missing file, or
-    one that is empty, truncated or not an image) raised while a data transform loaded a sample in this process
-    (``num_workers=0``), else ``None``. The file is found from the transform's frame in the traceback; a worker
-    process re-raises only the message (see ``LIBRARY_USER_ERRORS`` in :mod:`mmcausal.utils.cli`)."""
+    one that is empty, truncated or not an image; ``cv2.error``: OpenCV's decoder given an empty file) raised while a
+    data transform loaded a sample in this process (``num_workers=0``), else ``None``. The file is found from the
+    transform's frame in the traceback; a worker process re-raises only the message (see ``LIBRARY_USER_ERRORS`` in
+    :mod:`mmcausal.utils.cli`)."""
+    import cv2
     from mmcv.transforms import BaseTransform
-    trace, loading = (error.__traceback__ if isinstance(error, OSError) else None), None
+    trace, loading = (error.__traceback__ if isinstance(error, (OSError, cv2.error)) else None), None
     while trace is not None:
         local = trace.tb_frame.f_locals
         if isinstance(local.get('self'), BaseTransform) and isinstance(local.get('results'), dict):
@@ -307,8 +329,9 @@ def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
         return None
     what, path = _sample_file(*loading)
     if isinstance(error, FileNotFoundError) or not osp.exists(path):
-        return DatasetFormatError(f'the dataset names a file that does not exist: {error.filename or path}. Fix the '
-                                  'annotations or add the file.')
+        missing = getattr(error, 'filename', None) or path
+        return DatasetFormatError(f'the dataset names a file that does not exist: {missing}. Fix the annotations or '
+                                  'add the file.')
     state = ('is empty' if osp.getsize(path) == 0 else 'is truncated' if 'truncated' in str(error)
              else f'could not be decoded ({error})')
     return DatasetFormatError(f'{what} {path} {state}. Replace it or drop it from the annotations.')

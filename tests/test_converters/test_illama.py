@@ -12,7 +12,7 @@ from mmengine.registry import init_default_scope
 
 from mmcausal.converters import convert_illama
 from mmcausal.models.backbones import ILLaMA
-from mmcausal.models.backbones.illama import decode_mask_mode
+from mmcausal.models.backbones.base import decode_mask_mode
 from mmcausal.registry import MODELS
 from reference.official_illama import OfficialILLaMA
 from zygote import run_python

@@ -86,6 +86,8 @@ CATALOGUE = [
      'rank0.pth is a single checkpoint file, nothing to consolidate'),
     ('ema-without-ema-hook', lambda cfg, ckpt, tmp: [str(cfg), str(ckpt), str(tmp / 'o.pth'), '--ema'], 1,
      r'ConfigValueError: --ema: .*iter_2\.pth has no EMA weights \(the run had no ShardedEMAHook\); drop --ema'),
+    ('config-not-sharded', lambda cfg, ckpt, tmp: [str(TWIN), str(ckpt), str(tmp / 'o.pth')], 1,
+     r'ConfigValueError: the config trains without a sharded \(FSDP\) strategy'),
     ('other-world-size', lambda cfg, ckpt, tmp: [str(cfg), str(_with_another_rank(ckpt, tmp)), str(tmp / 'o.pth')],
      1, r'ConfigValueError: .*two_ranks holds the shards of 2 processes, but this run has 1'),
 ]

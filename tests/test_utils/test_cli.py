@@ -25,6 +25,7 @@ from zygote import run_python
 ROOT = Path(__file__).resolve().parents[2]
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
+DEFOCUS = 'configs/defocus/defocus-vit-nano-p8_1xb32-45e_shapes-64px.py'
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -172,6 +173,11 @@ def _work_dir_is_a_file(root: Path, work: Path) -> List[str]:
     return []
 
 
+def _listed_images(root: Path, split: str) -> None:
+    """An mmseg ``ann_file`` (``root/train.txt``) listing the stems of the ``split`` images."""
+    (root / 'train.txt').write_text(''.join(f'{path.stem}\n' for path in sorted((root / 'images' / split).glob('*'))))
+
+
 def _resized(path: Path, size: tuple) -> None:
     Image.open(path).resize(size, Image.NEAREST).save(path)
 
@@ -206,6 +212,16 @@ CATALOGUE = [
               'optim_wrapper.paramwise_cfg.layer_decay_rate=1.5'), 1,
      r'ConfigValueError: LayerDecayOptimWrapperConstructor: paramwise_cfg\.layer_decay_rate must be in \(0, 1\], '
      r'got 1\.5'),
+    # --- settings a component refuses when it is built (any component the registry builds) ---
+    ('scheduler-start-factor-above-one', 'train', CLS, 'imagenet', _options('param_scheduler.0.start_factor=1.5'), 1,
+     'ConfigValueError: LinearLR refuses the settings the config gives it: Starting multiplicative factor'),
+    ('defocus-label-smoothing-above-one', 'train', DEFOCUS, 'imagenet',
+     _options('model.head.loss.label_smooth_val=1.5'), 1,
+     'ConfigValueError: LabelSmoothLoss refuses the settings the config gives it: LabelSmoothLoss accepts'),
+    ('defocus-ema-momentum-above-one', 'train', DEFOCUS, 'imagenet', _options('custom_hooks.1.momentum=1.5'), 1,
+     r'ConfigValueError: \w+ refuses the settings the config gives it: momentum must be in range'),
+    ('defocus-aux-weight-above-one', 'train', DEFOCUS, 'imagenet', _options('model.head.aux_weight=1.5'), 1,
+     r'ConfigValueError: DefocusClsHead aux_weight .* must be in \[0, 1\]'),
     ('cfg-batch-size-zero', 'train', CLS, 'imagenet', _options('train_dataloader.batch_size=0'), 1,
      r'ConfigValueError: train_dataloader\.batch_size must be an integer >= 1, got 0'),
     ('det-negative-workers', 'train', DET, 'coco', _options('train_dataloader.num_workers=-2'), 1,
@@ -231,6 +247,10 @@ CATALOGUE = [
      1, 'CheckpointFormatError: .*not a PyTorch checkpoint'),
     ('test-not-a-checkpoint', 'test', SEG, 'ade20k', _checkpoint(lambda: b'just text\n'), 1,
      'CheckpointFormatError: .*not a PyTorch checkpoint'),
+    ('test-checkpoint-holds-a-tensor', 'test', CLS, 'imagenet', _checkpoint(lambda: _saved(torch.zeros(3))), 1,
+     r"CheckpointFormatError: '.*model\.pth' holds a Tensor, not a dict of weights"),
+    ('test-checkpoint-holds-a-list', 'test', DEFOCUS, 'imagenet', _checkpoint(lambda: _saved([torch.zeros(3)])), 1,
+     r"CheckpointFormatError: '.*model\.pth' holds a list, not a dict of weights"),
     ('test-checkpoint-missing', 'test', CLS, 'imagenet', _options('{work}/missing.pth'), 2, 'checkpoint not found'),
     ('pretrained-missing', 'train', VL_CLS, 'imagenet',
      _options('model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained',
@@ -240,6 +260,9 @@ CATALOGUE = [
      _checkpoint(lambda: _saved({'state_dict': {'conv.weight': torch.zeros(8, 3, 3, 3)}})), 1,
      r'CheckpointMismatchError: the checkpoint loads 0 of the \d+ weights of ImageClassifier .*a checkpoint of '
      r'another model\. To load it partly on purpose: --allow-partial-load'),
+    ('test-checkpoint-of-another-family', 'test', CLS, 'imagenet',
+     _checkpoint(lambda: _saved({'state_dict': _model_state('configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py')})),
+     1, r'CheckpointMismatchError: the checkpoint loads \d+ of the \d+ weights of ImageClassifier .*another model'),
     ('test-backbone-only-checkpoint', 'test', SEG, 'ade20k',
      _checkpoint(lambda: _saved({'state_dict': _model_state(SEG, 'backbone')})), 1,
      r"CheckpointMismatchError: .*weights of EncoderDecoder .*only the 'backbone' of this model"),
@@ -284,6 +307,12 @@ CATALOGUE = [
      _edits(lambda root: _first(root / 'train', '*.JPEG').unlink(), 'train_dataloader.num_workers=0',
             'train_dataloader.persistent_workers=False'), 1,
      r'DatasetFormatError: the dataset names a file that does not exist: .*\.JPEG'),
+    ('cls-empty-image', 'train', CLS, 'imagenet',
+     _edits(lambda root: _first(root / 'train', '*.JPEG').write_bytes(b'')), 1,
+     'DatasetFormatError: an image of the dataset is an empty file; run with num_workers=0'),
+    ('cls-empty-image-in-process', 'train', CLS, 'imagenet',
+     _edits(lambda root: _first(root / 'train', '*.JPEG').write_bytes(b''), 'train_dataloader.num_workers=0',
+            'train_dataloader.persistent_workers=False'), 1, r'DatasetFormatError: image .*\.JPEG is empty'),
     ('cls-persistent-workers-without-workers', 'train', CLS, 'imagenet', _options('train_dataloader.num_workers=0'),
      1, 'ConfigError: a dataloader has persistent_workers=True but num_workers=0'),
     # --- datasets: semantic segmentation (mmseg) ---
@@ -294,6 +323,16 @@ CATALOGUE = [
      _edits(lambda root: _resized(_first(root / 'annotations/training', '*.png'), (48, 64))), 1,
      r"DatasetFormatError: train_dataloader: segmentation map .*\.png' is 48x64 \(WxH\) but its image .*\.jpg' is "
      '64x64'),
+    ('seg-listed-map-of-another-size', 'train', SEG, 'ade20k',
+     _edits(lambda root: [_listed_images(root, 'training'),
+                          _resized(_first(root / 'annotations/training', '*.png'), (48, 64))],
+            'train_dataloader.dataset.ann_file=train.txt'), 1,
+     r"DatasetFormatError: train_dataloader: segmentation map .*\.png' is 48x64 \(WxH\) but its image .*\.jpg' is "
+     '64x64'),
+    ('seg-listed-image-missing', 'train', SEG, 'ade20k',
+     _edits(lambda root: [_listed_images(root, 'training'), _first(root / 'images/training', '*.jpg').unlink()],
+            'train_dataloader.dataset.ann_file=train.txt'), 1,
+     r"DatasetFormatError: train_dataloader: '.*train\.txt' lists 1 image\(s\) that .* does not have"),
     ('seg-empty-map', 'train', SEG, 'ade20k',
      _edits(lambda root: _first(root / 'annotations/training', '*.png').write_bytes(b'')), 1,
      r"DatasetFormatError: train_dataloader: .*\.png' is empty"),
@@ -355,7 +394,7 @@ def _assert_resume_unspoilt(work: Path) -> None:
 
 #: Cases that only fail once training has started (the first batch): end-to-end.
 TRAINING_CASES = ('cls-corrupt-image', 'cls-image-missing', 'seg-label-out-of-range', 'cls-image-missing-in-process',
-                  'seg-truncated-map-in-process')
+                  'seg-truncated-map-in-process', 'cls-empty-image', 'cls-empty-image-in-process')
 
 
 @pytest.mark.parametrize('case', [
@@ -539,5 +578,14 @@ def test_a_partial_load_on_purpose_is_evaluated(tools, tmp_path, capsys, single_
     case = next(case for case in CATALOGUE if case[0] == 'test-checkpoint-of-another-model')
     argv = _argv(case, tmp_path)
     tools['test'].main(argv[:2] + ['--allow-partial-load'] + argv[2:])
+    captured = capsys.readouterr()
+    assert 'accuracy/top1' in captured.out + captured.err
+
+
+def test_a_bare_state_dict_is_evaluated_by_a_config_with_an_ema_hook(tools, tmp_path, capsys, single_thread):
+    """``torch.save(model.state_dict())`` is a checkpoint too: ``tools/test.py`` evaluates it also where the config
+    has mmpretrain's ``EMAHook``, which reads ``checkpoint['state_dict']`` (was a ``KeyError`` traceback)."""
+    case = ('bare-state-dict', 'test', DEFOCUS, 'imagenet', _checkpoint(lambda: _saved(_model_state(DEFOCUS))), 0, '')
+    tools['test'].main(_argv(case, tmp_path))
     captured = capsys.readouterr()
     assert 'accuracy/top1' in captured.out + captured.err

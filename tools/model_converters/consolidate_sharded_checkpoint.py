@@ -62,6 +62,10 @@ def consolidate(cfg: Config, checkpoint: str, ema: Optional[bool] = None) -> dic
     """Load the sharded ``checkpoint`` into ``cfg``'s model under its FSDP strategy and return the full checkpoint
     (``meta`` and ``state_dict``) on rank 0; the other ranks get ``state_dict == {}``. ``ema``: the EMA average
     (``True``), the trained weights (``False``), or the average where the checkpoint has one (``None``)."""
+    if 'FSDP' not in str((cfg.get('strategy') or {}).get('type', '')):
+        raise ConfigValueError('the config trains without a sharded (FSDP) strategy, so its checkpoints are single '
+                               'files that need no consolidation; give the sharded config the checkpoint was saved by '
+                               '(one with strategy=dict(type=\'FSDPStrategy\', ...)).')
     init_default_scope(cfg.get('default_scope', 'mmengine'))
     with tempfile.TemporaryDirectory() as logs:  # the strategy's log directory, and its logger's unique name
         strategy = STRATEGIES.build(dict(cfg.strategy, work_dir=logs, experiment_name=osp.basename(logs),

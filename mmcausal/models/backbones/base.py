@@ -5,8 +5,10 @@
 * :class:`PyramidBackbone`: stages of patch embedding + blocks + optional norm at falling resolution (Twins-style
   Pyramid VisionLLaMA), ``out_indices`` over stages.
 """
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+import torch
 from mmcv.cnn.bricks.transformer import PatchEmbed
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
@@ -130,10 +132,27 @@ class BlockStackMixin:
         return block(tokens, layout)
 
 
+MASK_MODE_KEY = 'mask_mode'  # state-dict entry (under the backbone's prefix) recording the attention mask mode
+
+
+def encode_mask_mode(mask_mode: str) -> Tensor:
+    """The state-dict record of a mask mode: its name as a ``uint8`` tensor of ASCII codes (a tensor, so
+    every checkpoint path keeps it, renames it with the weights and loads it with ``weights_only=True``)."""
+    return torch.tensor(list(mask_mode.encode('ascii')), dtype=torch.uint8)
+
+
+def decode_mask_mode(record: Tensor) -> str:
+    """Inverse of :func:`encode_mask_mode`."""
+    return bytes(record.flatten().tolist()).decode('ascii')
+
+
 class MaskModeMixin:
     """Backbones that take an attention ``mask_mode`` (:data:`~mmcausal.models.layers.MASK_MODES`). Each declares
     the modes it cannot honour and why in ``refused_mask_modes``; :meth:`_set_mask_mode` checks the argument
-    against both (one line naming what to change) and records it as ``mask_mode``."""
+    against both (one line naming what to change) and records it as ``mask_mode``.
+
+    A backbone that honours more than one mode writes its mode into its state dict (``<prefix>mask_mode``) and
+    warns when it loads weights trained in another mode: the keys are the same, the attention is not."""
     #: mode -> why this backbone cannot honour it (a clause that ends the error message: say what to use instead)
     refused_mask_modes: Dict[str, str] = {}
     mask_mode: str
@@ -151,6 +170,31 @@ class MaskModeMixin:
             raise BackboneConfigError(f'{name} cannot honour mask_mode={mask_mode!r} (it takes '
                                       f'{list(self.accepted_mask_modes())}): {self.refused_mask_modes[mask_mode]}')
         self.mask_mode = mask_mode
+        if len(self.accepted_mask_modes()) > 1:
+            self._register_state_dict_hook(MaskModeMixin._record_mask_mode)
+            self._register_load_state_dict_pre_hook(self._check_loaded_mask_mode)
+
+    @staticmethod
+    def _record_mask_mode(module: 'MaskModeMixin', state_dict: dict, prefix: str, local_metadata: dict) -> None:
+        """State-dict hook (torch and mmengine ``get_state_dict``): store ``prefix + 'mask_mode'``."""
+        state_dict[prefix + MASK_MODE_KEY] = encode_mask_mode(module.mask_mode)
+
+    def _check_loaded_mask_mode(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Load-time hook: consume the ``mask_mode`` record and warn if it differs from this model's mode.
+
+        Files without the record (converted official weights, older checkpoints) load silently; the record is never
+        an unexpected key.
+        """
+        record = state_dict.pop(prefix + MASK_MODE_KEY, None)
+        if record is None:
+            return
+        trained, name = decode_mask_mode(record), type(self).__name__
+        if trained != self.mask_mode:
+            warnings.warn(
+                f'{name}: the checkpoint was trained with mask_mode={trained!r}, but this model uses '
+                f'mask_mode={self.mask_mode!r}; its attention differs from the one the weights learned. Set '
+                f'mask_mode={trained!r} in the backbone config unless the change is intended (e.g. fine-tuning '
+                'to another mode).', UserWarning, stacklevel=2)
 
 
 class MaskedAttentionMixin(MaskModeMixin):

@@ -6,7 +6,6 @@ position embedding over all ``N + 1`` tokens (cls row last), RoPE on q/k with po
 ``N``), then ``depth`` pre-norm blocks of RMSNorm -> attention -> RMSNorm -> SwiGLU. The soft mask
 (Eq. 2) mixes causal and bidirectional attention with the runtime rate ``soft_mask_rate``.
 """
-import warnings
 from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -27,19 +26,6 @@ from ..layers import (
     swiglu_hidden_dims,
 )
 from .base import MaskedAttentionMixin, PlainBackbone, check_image_batch, resolve_arch
-
-MASK_MODE_KEY = 'mask_mode'  # state-dict entry (under the backbone's prefix) recording the attention mask mode
-
-
-def encode_mask_mode(mask_mode: str) -> Tensor:
-    """The state-dict record of a mask mode: its name as a ``uint8`` tensor of ASCII codes (a tensor, so
-    every checkpoint path keeps it, renames it with the weights and loads it with ``weights_only=True``)."""
-    return torch.tensor(list(mask_mode.encode('ascii')), dtype=torch.uint8)
-
-
-def decode_mask_mode(record: Tensor) -> str:
-    """Inverse of :func:`encode_mask_mode`."""
-    return bytes(record.flatten().tolist()).decode('ascii')
 
 
 @MODELS.register_module()
@@ -107,8 +93,6 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
         self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, self.embed_dims))
         self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
-        self._register_state_dict_hook(self._record_mask_mode)
-        self._register_load_state_dict_pre_hook(self._check_loaded_mask_mode)
         self.pos_drop = nn.Dropout(drop_rate)
         self.rope = GridRoPE(check_head_split(self.embed_dims, setting['num_heads']), mode='1d', theta=rope_theta)
 
@@ -124,27 +108,6 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
         self.soft_mask_rate = soft_mask_rate
         self.with_cp = with_cp
         self._freeze_stages()
-
-    @staticmethod
-    def _record_mask_mode(module: 'ILLaMA', state_dict: dict, prefix: str, local_metadata: dict) -> None:
-        """State-dict hook (torch and mmengine ``get_state_dict``): store ``prefix + 'mask_mode'``."""
-        state_dict[prefix + MASK_MODE_KEY] = encode_mask_mode(module.mask_mode)
-
-    def _check_loaded_mask_mode(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
-        """Load-time hook: consume the ``mask_mode`` record and warn if it differs from this model's mode.
-
-        Files without the record (older checkpoints) load silently; the record is never an unexpected key.
-        """
-        record = state_dict.pop(prefix + MASK_MODE_KEY, None)
-        if record is None:
-            return
-        trained = decode_mask_mode(record)
-        if trained != self.mask_mode:
-            warnings.warn(
-                f'ILLaMA: the checkpoint was trained with mask_mode={trained!r}, but this model uses '
-                f'mask_mode={self.mask_mode!r}; its attention differs from the one the weights learned. Set '
-                f'mask_mode={trained!r} in the backbone config unless the change is intended (e.g. fine-tuning '
-                'to another mode).', UserWarning, stacklevel=2)
 
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""

@@ -8,7 +8,7 @@ from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
 from mmcausal.utils.errors import UserInputError
-from mmcausal.utils.validation import check_choice
+from mmcausal.utils.validation import ConfigValueError, check_choice
 
 AUX_LOSSES = ('per_token', 'pooled')
 
@@ -51,6 +51,9 @@ class DefocusClsHead(ClsHead):
                  init_cfg: Optional[dict] = dict(type='TruncNormal', layer='Linear', std=.02), **kwargs) -> None:
         super().__init__(init_cfg=init_cfg, **kwargs)
         self.aux_loss = None if aux_loss is None else check_choice('aux_loss', aux_loss, AUX_LOSSES)
+        if not 0. <= aux_weight <= 1.:
+            raise ConfigValueError(f'DefocusClsHead aux_weight w weighs the loss as (1 - w) CE + w L_aux and must be '
+                                   f'in [0, 1] (the official 0.5), got {aux_weight!r}.')
         self.aux_weight = aux_weight
         self.fc = build_classifier(in_channels, num_classes, hidden_dims)
         if self.aux_loss is not None:

@@ -7,7 +7,7 @@ from mmengine.registry import init_default_scope
 from mmengine.runner.checkpoint import get_state_dict, save_checkpoint, weights_to_cpu
 
 from mmcausal.models.backbones import ILLaMA
-from mmcausal.models.backbones.illama import decode_mask_mode
+from mmcausal.models.backbones.base import decode_mask_mode
 from mmcausal.registry import MODELS
 
 

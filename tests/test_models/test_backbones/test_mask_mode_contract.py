@@ -19,6 +19,7 @@ perturbed by a pre-hook), read back from its per-token outputs (fp64, so "unchan
 * built without ``mask_mode``, a backbone computes what it computes in its declared default mode.
 """
 import inspect
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
@@ -271,3 +272,26 @@ def test_an_unknown_mode_is_refused_in_one_line(name):
     with pytest.raises(UserInputError, match='choose one of') as error:
         build(name, CASES[name][0], 'causal_soft')
     assert '\n' not in str(error.value)
+
+
+@pytest.mark.parametrize('name', registered_backbones())
+def test_weights_trained_in_another_mode_are_named_when_they_load(name):
+    """The keys do not change with the mode, the attention does: a backbone that accepts several modes writes its mode
+    into its state dict and warns, naming both, when a file trained in another mode loads (a causal VisionLLaMA
+    checkpoint evaluated by a bidirectional config was a silent wrong result); files without the record (converted
+    official weights) load silently. A backbone with one mode records nothing."""
+    case = CASES[name][0]
+    state = build(name, case, case.modes[-1]).state_dict()
+    if len(case.modes) == 1:
+        assert 'mask_mode' not in state
+        return
+    from mmcausal.models.backbones.base import decode_mask_mode
+    assert decode_mask_mode(state['mask_mode']) == case.modes[-1]
+    other = build(name, case, case.modes[0])
+    named = f'trained with mask_mode={case.modes[-1]!r}.*uses mask_mode={case.modes[0]!r}'
+    with pytest.warns(UserWarning, match=named):
+        other.load_state_dict(state, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        other.load_state_dict({key: value for key, value in state.items() if key != 'mask_mode'}, strict=True)
+        build(name, case, case.modes[-1]).load_state_dict(state, strict=True)
