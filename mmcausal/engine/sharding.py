@@ -9,7 +9,8 @@ Config::
 from mmpretrain.models.backbones.vision_transformer import TransformerEncoderLayer
 from torch import nn
 
-from mmcausal.models.layers import AdaLNZeroBlock, TransformerBlock
+from mmcausal.models.generation.modulation import AdaLNZeroBlock
+from mmcausal.models.layers import TransformerBlock
 from mmcausal.registry import FUNCTIONS
 
 #: the residual blocks that become FSDP units: every mmcausal backbone's (CaiT's class-attention blocks included),

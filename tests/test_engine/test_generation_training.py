@@ -155,7 +155,7 @@ def test_generator_trains_with_every_adaln_block_an_fsdp_unit(tmp_path):
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     from mmcausal.engine import block_wrap_policy
-    from mmcausal.models.layers import AdaLNZeroBlock
+    from mmcausal.models.generation.modulation import AdaLNZeroBlock
     from mmcausal.registry import MODELS
 
     dist.init_process_group('gloo', store=dist.FileStore(str(tmp_path / 'store'), 1), rank=0, world_size=1)

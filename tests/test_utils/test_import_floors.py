@@ -3,12 +3,15 @@ floors below it and itself, never a package of mmcausal above it.
 
 * ``mmcausal.utils`` is the lowest floor: nothing of mmcausal but itself (not models, engine, datasets, analysis,
   apis ...).
-* ``mmcausal.models.layers`` holds what two or more backbone families use: it stands on ``utils`` and ``registry``
+* ``mmcausal.models.layers`` holds what two or more model families use: it stands on ``utils`` and ``registry``
   and never imports a backbone (a family's own modules sit beside its backbone and import ``layers``, not the other
-  way)."""
+  way).
+* Every module of ``mmcausal.models.layers`` is used by two or more model families (a package or module of
+  ``models/backbones``, or another package of ``models``: generation, necks, heads, selfsup); a module one family
+  uses sits beside it."""
 import ast
 from pathlib import Path
-from typing import Iterator, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 import pytest
 
@@ -72,3 +75,107 @@ def test_layers_may_not_import_a_backbone(tmp_path, monkeypatch):
     assert _upward_imports(fake / 'models' / 'layers' / 'mixer.py', 'models/layers') == [
         'mixer.py:1 imports mmcausal.models.backbones.defocus', 'mixer.py:2 imports mmcausal.models.backbones',
         'mixer.py:3 imports mmcausal.models.necks']
+
+
+LAYERS = 'mmcausal.models.layers'
+#: modules outside ``layers/`` that serve several families: like a ``layers/`` module, they count through their users
+SHARED = ('mmcausal.models.backbones.base', )
+
+
+def _module_name(path: Path) -> str:
+    parts = ['mmcausal', *path.relative_to(PACKAGE).with_suffix('').parts]
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def _family(module: str) -> str:
+    """The model family ``module`` belongs to (``backbones.<package or module>`` or ``<package of models>``), ``''``
+    for the shared modules, ``layers`` and the ``__init__`` files of ``models`` and ``models/backbones``."""
+    parts = module.split('.')[2:]
+    if not parts or parts[0] == 'layers' or module in SHARED or parts == ['backbones']:
+        return ''
+    return '.'.join(parts[:2]) if parts[0] == 'backbones' else parts[0]
+
+
+def _layers_users(models: Path) -> Dict[str, Set[str]]:
+    """``layers`` (or :data:`SHARED`) module -> the modules of ``models`` that import it, names imported from the
+    ``layers`` package resolved to the module its ``__init__`` takes them from."""
+    modules = {_module_name(path): path for path in models.rglob('*.py')}
+    exported = {alias.asname or alias.name: f'{LAYERS}.{node.module}'
+                for node in ast.parse((models / 'layers' / '__init__.py').read_text()).body
+                if isinstance(node, ast.ImportFrom) and node.level == 1 for alias in node.names}
+    users: Dict[str, Set[str]] = {}
+    for user, path in modules.items():
+        if user == LAYERS:
+            continue
+        package = user.split('.') if path.name == '__init__.py' else user.split('.')[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, '') for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = '.'.join((package[:len(package) - node.level + 1] if node.level else [])
+                                + ([node.module] if node.module else []))
+                targets = [(f'{base}.{alias.name}', '') if f'{base}.{alias.name}' in modules else (base, alias.name)
+                           for alias in node.names]
+            else:
+                continue
+            for target, name in targets:
+                if target == LAYERS:
+                    target = exported.get(name, '')
+                elif target.startswith(f'{LAYERS}.'):
+                    target = '.'.join(target.split('.')[:4])
+                if target.startswith(f'{LAYERS}.') or target in SHARED:
+                    users.setdefault(target, set()).add(user)
+    return users
+
+
+def _families_of_layers(models: Path) -> Dict[str, List[str]]:
+    """``layers`` module -> the families that use it, directly or through the ``layers`` / shared modules that do."""
+    users = _layers_users(models)
+
+    def families(module: str, seen: frozenset) -> Set[str]:
+        found = set()
+        for user in users.get(module, ()):
+            if _family(user):
+                found.add(_family(user))
+            elif user not in seen and (user.startswith(f'{LAYERS}.') or user in SHARED):
+                found |= families(user, seen | {user})
+        return found
+
+    return {_module_name(path): sorted(families(_module_name(path), frozenset({_module_name(path)})))
+            for path in sorted((models / 'layers').glob('*.py')) if path.name != '__init__.py'}
+
+
+def test_every_layers_module_serves_two_or_more_families():
+    """``layers/`` keeps only what two or more model families use (its ``__init__`` says so); a module used by
+    one family moves beside it, e.g. ``models/backbones/cait/talking_heads.py``, ``models/generation/modulation.py``."""
+    used = _families_of_layers(PACKAGE / 'models')
+    assert used and all(used.values()), f'a layers module no model uses: {used}'
+    assert {module: families for module, families in used.items() if len(families) < 2} == {}
+
+
+def test_the_family_count_resolves_package_imports_and_counts_through_shared_modules(tmp_path, monkeypatch):
+    fake = tmp_path / 'mmcausal'
+    files = {
+        'models/__init__.py': 'from . import layers, backbones\n',
+        'models/layers/__init__.py': 'from .rope import rotate\nfrom .mixer import Mixer\nfrom .adaln import AdaLN\n',
+        'models/layers/rope.py': '',
+        'models/layers/mixer.py': 'from .rope import rotate\n',
+        'models/layers/adaln.py': '',
+        'models/layers/unused.py': '',
+        'models/backbones/__init__.py': 'from .vit import ViT\nfrom .cait import CaiT\n',
+        'models/backbones/base.py': 'from ..layers import Mixer\n',
+        'models/backbones/vit.py': 'from .base import Base\n',
+        'models/backbones/cait/__init__.py': '',
+        'models/backbones/cait/backbone.py': 'from ..base import Base\n',
+        'models/generation/net.py': 'from mmcausal.models.layers import AdaLN\nimport mmcausal.models.layers.rope\n',
+    }
+    for name, text in files.items():
+        (fake / name).parent.mkdir(parents=True, exist_ok=True)
+        (fake / name).write_text(text)
+    monkeypatch.setitem(globals(), 'PACKAGE', fake)
+    assert _families_of_layers(fake / 'models') == {
+        'mmcausal.models.layers.adaln': ['generation'],
+        'mmcausal.models.layers.mixer': ['backbones.cait', 'backbones.vit'],
+        'mmcausal.models.layers.rope': ['backbones.cait', 'backbones.vit', 'generation'],
+        'mmcausal.models.layers.unused': [],
+    }

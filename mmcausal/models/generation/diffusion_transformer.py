@@ -31,20 +31,18 @@ from mmcausal.registry import MODELS
 from mmcausal.utils.validation import ConfigValueError, check_choice
 from ..backbones.base import BackboneConfigError, check_image_batch, resolve_arch
 from ..layers import (
-    AdaLNFinalLayer,
-    AdaLNZeroBlock,
     GridRoPE,
-    LabelEmbedder,
     SelfAttention,
     SwiGLUFFN,
-    TimestepEmbedder,
     TokenLayout,
     check_head_split,
     gelu_mlp,
     sincos_pos_embed_2d,
     swiglu_hidden_dims,
 )
+from .conditioning import LabelEmbedder, TimestepEmbedder
 from .guidance import check_cfg_channels, classifier_free_guidance
+from .modulation import AdaLNFinalLayer, AdaLNZeroBlock
 
 BLOCK_TYPES = ('llama', 'dit')
 GENERATION_ROPE_MODES = ('2d', 'as2d')

@@ -1,6 +1,7 @@
-"""Building blocks used by two or more backbone families, one module per design axis (norm, FFN, attention, RoPE,
-tokens, position, layout). A module only one family uses lives beside that family's backbone
-(``mmcausal.models.backbones.<family>``); nothing here imports from ``mmcausal.models.backbones``."""
+"""Building blocks used by two or more model families, one module per design axis (norm, FFN, attention, RoPE,
+tokens, position, layout). A module only one family uses lives beside that family's backbone or model
+(``mmcausal.models.backbones.<family>``, ``mmcausal.models.generation``); nothing here imports from
+``mmcausal.models.backbones`` (``tests/test_utils/test_import_floors.py`` holds both rules)."""
 from .attention import (
     MASK_MODES,
     AttentionConfigError,
@@ -19,11 +20,9 @@ from .attention import (
 )
 from .block import TransformerBlock
 from .class_attention import ClassAttention, ClassAttentionBlock, ClassAttentionStage
-from .conditioning import LabelEmbedder, TimestepEmbedder
 from .context import TokenLayout
 from .ffn import FFN, SwiGLUFFN, gelu_mlp, swiglu_hidden_dims
 from .grid_rope import AS2D_SCALINGS, ROPE_MODES, GridRoPE, auto_scale, check_rope_mode, grid_positions
-from .modulation import AdaLNFinalLayer, AdaLNZeroBlock, modulate
 from .norm import RMSNorm, build_norm_layer
 from .pos_embed import resize_pos_embed, sincos_pos_embed_2d
 from .rope import RopeConfigError, apply_rotary, rope_angles_1d, rope_angles_2d, rope_frequencies, rotate_pairs
@@ -39,6 +38,5 @@ __all__ = [
     'rope_angles_2d', 'rope_frequencies', 'CLS_POSITIONS', 'insert_cls_token', 'split_cls_token', 'tokens_to_featmap',
     'WindowedAttention', 'window_key_mask', 'window_partition', 'window_unpartition', 'ClassAttention',
     'ClassAttentionBlock', 'ClassAttentionStage', 'gelu_mlp', 'RMSNorm', 'soft_mask_attention', 'split_heads',
-    'rotate_pairs', 'LabelEmbedder', 'TimestepEmbedder', 'AdaLNFinalLayer', 'AdaLNZeroBlock', 'modulate',
-    'sincos_pos_embed_2d'
+    'rotate_pairs', 'sincos_pos_embed_2d'
 ]

@@ -11,7 +11,8 @@ from mmengine.registry import init_default_scope
 
 from mmcausal.models import DiffusionTransformer
 from mmcausal.models.generation import GenerationInputError
-from mmcausal.models.layers import LabelEmbedder, TimestepEmbedder, sincos_pos_embed_2d
+from mmcausal.models.generation.conditioning import LabelEmbedder, TimestepEmbedder
+from mmcausal.models.layers import sincos_pos_embed_2d
 from mmcausal.utils.errors import UserInputError
 
 pytestmark = pytest.mark.usefixtures('single_thread')

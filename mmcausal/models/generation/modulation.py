@@ -4,8 +4,8 @@ from typing import Optional
 
 from torch import Tensor, nn
 
-from .block import ModuleFactory
-from .context import TokenLayout
+from ..layers.block import ModuleFactory
+from ..layers.context import TokenLayout
 
 
 def modulate(x: Tensor, shift: Tensor, scale: Tensor) -> Tensor:
