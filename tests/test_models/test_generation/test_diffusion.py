@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 from torch.distributions import Normal, kl_divergence
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from mmcausal.models.generation import GaussianDiffusion, classifier_free_guidance
 from mmcausal.models.generation.diffusion import space_timesteps
@@ -236,3 +237,71 @@ def test_guidance_on_three_or_all_channels(num_guided):
     expected = cond.clone()
     expected[:, :num_guided] *= 1.5
     torch.testing.assert_close(out, expected)
+
+
+# ------------------------------------------------------------------------------------------------ device copies
+
+
+class _HostTransfers(TorchDispatchMode):
+    """Records the ops that move data between devices (a ``_to_copy`` whose result is on another device than its
+    input) or make a tensor from host values / read one back (``lift_fresh``, ``_local_scalar_dense``)."""
+
+    HOST_OPS = ('aten::lift_fresh', 'aten::lift_fresh_copy', 'aten::_local_scalar_dense')
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func._schema.name
+        if name in self.HOST_OPS or (name == 'aten::_to_copy' and out.device != args[0].device):
+            self.calls.append(name)
+        return out
+
+
+def _network_of(channels):
+    return lambda x, t: torch.cat((0.1 * x, torch.zeros_like(x)), dim=1)[:, :channels]
+
+
+@pytest.mark.parametrize('device', ['meta'] + (['cuda'] if torch.cuda.is_available() else []))
+@pytest.mark.parametrize('learn_sigma, fixed_variance', [(True, 'large'), (False, 'large'), (False, 'small')])
+def test_training_and_sampling_steps_copy_no_schedule_table_to_the_device(device, learn_sigma, fixed_variance):
+    """The schedule's CPU float64 tables reach a device once (the first step there); later losses and DDPM / DDIM
+    sampling steps copy nothing from the host ('meta' stands in for a GPU on machines without one: a CPU -> meta
+    copy dispatches a ``_to_copy`` as a host-to-device copy does)."""
+    diffusion = GaussianDiffusion(num_timesteps=100, learn_sigma=learn_sigma, fixed_variance=fixed_variance)
+    network = _network_of(8 if learn_sigma else 4)
+    x0 = torch.zeros(2, 4, 3, 3, device=device)
+
+    def steps():
+        for _ in range(3):
+            diffusion.loss(network, x0)
+        for sampler in ('ddpm', 'ddim'):
+            diffusion.sample(network, x0, sampler=sampler, num_steps=10, step_noise=torch.randn_like)
+
+    with _HostTransfers() as first:
+        steps()  # the first use on the device makes its copies
+    with _HostTransfers() as recorder:
+        steps()
+    assert first.calls and recorder.calls == []
+    tables = diffusion.schedule.tables_on(device)
+    steps()
+    assert diffusion.schedule.tables_on(device) is tables
+    assert diffusion.schedule.respaced(10) is diffusion.schedule.respaced(10)
+
+
+def test_device_tables_are_exact_copies_and_extract_reads_them_as_before():
+    """The per-device tables equal the float64 CPU tables bit for bit, and ``extract`` gives what the former
+    ``table.to(device)[t].to(dtype)`` gave, also for the 'large' variance (formerly made at every call)."""
+    schedule = GaussianDiffusion().schedule
+    t = torch.tensor([0, 1, 7, 500, 999])
+    assert schedule.tables_on('cpu') is schedule.tables_on(torch.device('cpu'))
+    large = torch.cat((schedule.posterior_variance[1:2], schedule.betas[1:])).log()
+    assert torch.equal(schedule.large_log_variance, large)
+    for dtype in (torch.float64, torch.float32, torch.bfloat16):
+        like = torch.zeros(5, 2, 2, dtype=dtype)
+        for name in schedule.TABLES[:-1]:
+            table = getattr(schedule, name)
+            assert table.dtype == torch.float64 and schedule.tables_on('cpu')[name] is table
+            assert torch.equal(schedule.extract(name, t, like), table[t].to(dtype).view(-1, 1, 1))

@@ -55,21 +55,21 @@ class GaussianDiffusion:
     def q_sample(self, x0: Tensor, t: Tensor, noise: Tensor) -> Tensor:
         """``x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) noise``."""
         s = self.schedule
-        return s.extract(s.sqrt_alphas_cumprod, t, x0) * x0 + s.extract(s.sqrt_one_minus_alphas_cumprod, t, x0) * noise
+        return s.extract('sqrt_alphas_cumprod', t, x0) * x0 + s.extract('sqrt_one_minus_alphas_cumprod', t, x0) * noise
 
     @staticmethod
     def q_posterior(schedule: NoiseSchedule, x0: Tensor, x_t: Tensor, t: Tensor) -> Tuple[Tensor, Tensor]:
         """Mean and clipped log variance of ``q(x_{t-1} | x_t, x0)``."""
-        mean = schedule.extract(schedule.posterior_mean_coef1, t, x_t) * x0 + \
-            schedule.extract(schedule.posterior_mean_coef2, t, x_t) * x_t
-        return mean, schedule.extract(schedule.posterior_log_variance_clipped, t, x_t)
+        mean = schedule.extract('posterior_mean_coef1', t, x_t) * x0 + \
+            schedule.extract('posterior_mean_coef2', t, x_t) * x_t
+        return mean, schedule.extract('posterior_log_variance_clipped', t, x_t)
 
     def p_mean_variance(self, schedule: NoiseSchedule, out: Tensor, x_t: Tensor, t: Tensor) -> Dict[str, Tensor]:
         """The reverse step's ``mean``, ``log_variance`` and ``pred_xstart`` (x0 from eps, not clipped) from the
         network output ``out`` at step ``t`` of ``schedule``."""
         eps, log_variance = self._eps_and_log_variance(schedule, out, x_t, t)
-        x0 = schedule.extract(schedule.sqrt_recip_alphas_cumprod, t, x_t) * x_t - \
-            schedule.extract(schedule.sqrt_recipm1_alphas_cumprod, t, x_t) * eps
+        x0 = schedule.extract('sqrt_recip_alphas_cumprod', t, x_t) * x_t - \
+            schedule.extract('sqrt_recipm1_alphas_cumprod', t, x_t) * eps
         mean, _ = self.q_posterior(schedule, x0, x_t, t)
         return dict(mean=mean, log_variance=log_variance, pred_xstart=x0, eps=eps)
 
@@ -83,13 +83,12 @@ class GaussianDiffusion:
         eps = out[:, :channels]
         if self.learn_sigma:
             fraction = (out[:, channels:2 * channels] + 1.) / 2.
-            min_log = schedule.extract(schedule.posterior_log_variance_clipped, t, x_t)
-            max_log = schedule.extract(schedule.log_betas, t, x_t)
+            min_log = schedule.extract('posterior_log_variance_clipped', t, x_t)
+            max_log = schedule.extract('log_betas', t, x_t)
             return eps, fraction * max_log + (1. - fraction) * min_log
         if self.fixed_variance == 'large':
-            variance = torch.cat((schedule.posterior_variance[1:2], schedule.betas[1:]))
-            return eps, schedule.extract(variance.log(), t, x_t).expand_as(x_t)
-        return eps, schedule.extract(schedule.posterior_log_variance_clipped, t, x_t).expand_as(x_t)
+            return eps, schedule.extract('large_log_variance', t, x_t).expand_as(x_t)
+        return eps, schedule.extract('posterior_log_variance_clipped', t, x_t).expand_as(x_t)
 
     # ------------------------------------------------------------------ training
     def loss(self, model_fn: ModelFn, x0: Tensor, t: Optional[Tensor] = None,
@@ -135,9 +134,10 @@ class GaussianDiffusion:
         schedule = self.schedule.respaced(num_steps)
         step_noise = step_noise or torch.randn_like
         x = noise
+        timestep_map = schedule.tables_on(x.device)['timestep_map']
         for index in reversed(range(schedule.num_timesteps)):
             t = torch.full((x.shape[0], ), index, device=x.device, dtype=torch.long)
-            out = model_fn(x, schedule.timestep_map.to(x.device)[t])
+            out = model_fn(x, timestep_map[t])
             x = self._ddpm_step(schedule, out, x, t, index == 0, step_noise) if sampler == 'ddpm' else \
                 self._ddim_step(schedule, out, x, t, index == 0, eta, step_noise)
         return x
@@ -152,10 +152,10 @@ class GaussianDiffusion:
     def _ddim_step(self, schedule: NoiseSchedule, out: Tensor, x: Tensor, t: Tensor, last: bool, eta: float,
                    step_noise: StepNoise) -> Tensor:
         x0 = self.p_mean_variance(schedule, out, x, t)['pred_xstart']
-        eps = (schedule.extract(schedule.sqrt_recip_alphas_cumprod, t, x) * x - x0) / \
-            schedule.extract(schedule.sqrt_recipm1_alphas_cumprod, t, x)
-        alpha_bar = schedule.extract(schedule.alphas_cumprod, t, x)
-        alpha_bar_prev = schedule.extract(schedule.alphas_cumprod_prev, t, x)
+        eps = (schedule.extract('sqrt_recip_alphas_cumprod', t, x) * x - x0) / \
+            schedule.extract('sqrt_recipm1_alphas_cumprod', t, x)
+        alpha_bar = schedule.extract('alphas_cumprod', t, x)
+        alpha_bar_prev = schedule.extract('alphas_cumprod_prev', t, x)
         sigma = eta * ((1 - alpha_bar_prev) / (1 - alpha_bar)).sqrt() * (1 - alpha_bar / alpha_bar_prev).sqrt()
         mean = x0 * alpha_bar_prev.sqrt() + (1 - alpha_bar_prev - sigma ** 2).sqrt() * eps
         if last or eta == 0:

@@ -1,12 +1,14 @@
 """The discrete noise schedule of DDPM (Ho et al. 2020) as IDDPM / ADM / DiT tabulate it, and respacing.
 
 Every table is float64 (``(T,)``); a step ``t`` reads it as the sample's dtype (:meth:`NoiseSchedule.extract`), as
-the official code does. A respaced schedule keeps a subset ``s_0 < s_1 < ...`` of the original steps: its betas are
+the official code does. The tables are computed on the CPU; each device gets one copy of them, made the first time a
+step reads them there (:meth:`NoiseSchedule.tables_on`), so a training or sampling step copies nothing to the GPU.
+A respaced schedule keeps a subset ``s_0 < s_1 < ...`` of the original steps: its betas are
 ``1 - abar[s_i] / abar[s_{i-1}]`` so that its cumulative products are the original ``abar[s_i]`` (the same marginals),
 and the network still receives the original index ``s_i`` (``timestep_map``).
 """
 import re
-from typing import List, Optional, Sequence, Union
+from typing import Dict, Hashable, List, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -79,10 +81,19 @@ class NoiseSchedule:
     ``sqrt_alphas_cumprod``, ``sqrt_one_minus_alphas_cumprod``, ``sqrt_recip_alphas_cumprod``,
     ``sqrt_recipm1_alphas_cumprod``, ``posterior_variance`` (beta~ = beta (1 - abar_prev) / (1 - abar)),
     ``posterior_log_variance_clipped`` (log beta~ with beta~_0 = 0 replaced by beta~_1), ``posterior_mean_coef1`` /
-    ``coef2`` (the posterior mean ``coef1 x0 + coef2 x_t``), ``log_betas``.
+    ``coef2`` (the posterior mean ``coef1 x0 + coef2 x_t``), ``log_betas``, ``large_log_variance`` (log of the
+    ``'large'`` fixed variance: beta_t, with beta~_1 at ``t = 0``).
 
     ``timestep_map[i]``: the original step of step ``i`` (what the network receives).
+
+    The attributes stay CPU tensors; :meth:`tables_on` holds one copy per device (exact copies, float64).
     """
+
+    #: the tables :meth:`extract` reads by name (and :meth:`tables_on` copies to a device)
+    TABLES = ('betas', 'alphas_cumprod', 'alphas_cumprod_prev', 'sqrt_alphas_cumprod', 'sqrt_one_minus_alphas_cumprod',
+              'sqrt_recip_alphas_cumprod', 'sqrt_recipm1_alphas_cumprod', 'posterior_variance',
+              'posterior_log_variance_clipped', 'posterior_mean_coef1', 'posterior_mean_coef2', 'log_betas',
+              'large_log_variance', 'timestep_map')
 
     def __init__(self, betas: Tensor, timestep_map: Optional[Sequence[int]] = None) -> None:
         betas = betas.to(torch.float64)
@@ -105,18 +116,34 @@ class NoiseSchedule:
         self.posterior_mean_coef1 = betas * self.alphas_cumprod_prev.sqrt() / (1. - self.alphas_cumprod)
         self.posterior_mean_coef2 = (1. - self.alphas_cumprod_prev) * alphas.sqrt() / (1. - self.alphas_cumprod)
         self.log_betas = betas.log()
+        self.large_log_variance = torch.cat((self.posterior_variance[1:2], betas[1:])).log()
+        self._device_tables: Dict[torch.device, Dict[str, Tensor]] = {}
+        self._respaced: Dict[Hashable, 'NoiseSchedule'] = {}
 
     def respaced(self, spacing: Spacing) -> 'NoiseSchedule':
-        """The schedule that keeps the steps :func:`space_timesteps` picks (indices into this schedule's steps)."""
-        kept = space_timesteps(self.num_timesteps, spacing)
-        cumprod = self.alphas_cumprod[kept]
-        previous = torch.cat((torch.ones(1, dtype=torch.float64), cumprod[:-1]))
-        return NoiseSchedule(1. - cumprod / previous, self.timestep_map[kept].tolist())
+        """The schedule that keeps the steps :func:`space_timesteps` picks (indices into this schedule's steps); made
+        once per ``spacing`` and reused (with its device copies) by later calls."""
+        key = spacing if isinstance(spacing, (int, str)) else tuple(spacing)
+        if key not in self._respaced:
+            kept = space_timesteps(self.num_timesteps, spacing)
+            cumprod = self.alphas_cumprod[kept]
+            previous = torch.cat((torch.ones(1, dtype=torch.float64), cumprod[:-1]))
+            self._respaced[key] = NoiseSchedule(1. - cumprod / previous, self.timestep_map[kept].tolist())
+        return self._respaced[key]
 
-    @staticmethod
-    def extract(table: Tensor, t: Tensor, like: Tensor) -> Tensor:
-        """``table[t]`` ``(B,)`` in ``like``'s dtype and device, shaped ``(B, 1, ...)`` to broadcast over ``like``."""
-        values = table.to(like.device)[t.to(like.device)].to(like.dtype)
+    def tables_on(self, device: Union[str, torch.device]) -> Dict[str, Tensor]:
+        """The :attr:`TABLES` by name on ``device``: copied there on the first call for that device, then the same
+        tensors (on the CPU, the attributes themselves)."""
+        device = torch.device(device)
+        tables = self._device_tables.get(device)
+        if tables is None:
+            tables = self._device_tables[device] = {name: getattr(self, name).to(device) for name in self.TABLES}
+        return tables
+
+    def extract(self, name: str, t: Tensor, like: Tensor) -> Tensor:
+        """Table ``name`` (one of :attr:`TABLES`) at ``t``, ``(B,)`` in ``like``'s dtype and device, shaped
+        ``(B, 1, ...)`` to broadcast over ``like``: the float64 value gathered on ``like``'s device, then cast."""
+        values = self.tables_on(like.device)[name][t.to(like.device)].to(like.dtype)
         return values.view(-1, *([1] * (like.dim() - 1)))
 
 

@@ -113,8 +113,10 @@ class LinearInterpolant:
             raise MissingOptionalDependency('The dopri5 ODE sampler needs torchdiffeq (pip install torchdiffeq); '
                                             'or sample with method="heun" / "euler".') from error
         times = torch.linspace(0., 1., num_steps, device=x.device, dtype=x.dtype)
-        return torchdiffeq.odeint(lambda t, state: self._at(model_fn, state, float(t)), x, times, method='dopri5',
-                                  atol=atol, rtol=rtol)[-1]
+        # the solver's time is a tensor on x's device: repeated per sample there (no float(t), no sync per step)
+        return torchdiffeq.odeint(
+            lambda t, state: self.velocity(model_fn, state, t.to(state.dtype).reshape(1).repeat(state.shape[0])), x,
+            times, method='dopri5', atol=atol, rtol=rtol)[-1]
 
     def _drift(self, model_fn: ModelFn, x: Tensor, t: float, w: float) -> Tensor:
         velocity = self._at(model_fn, x, t)
