@@ -12,6 +12,7 @@ from mmengine.runner.checkpoint import _load_checkpoint, _load_checkpoint_with_p
 
 from build_utils import build_on_meta
 from e2e_utils import history, last_metrics, load_config, loss_falls, train
+from mmcausal.models.backbones.base import decode_mask_mode
 from mmcausal.registry import MODELS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -230,7 +231,8 @@ def test_nano_finetuning_initialises_from_the_mae_checkpoint(mae_run, shapes_roo
     model = MODELS.build(cfg.model)
     model.init_weights()
     full = _load_checkpoint(str(checkpoint), map_location='cpu')['state_dict']
-    loaded = model.state_dict()
+    loaded = model.state_dict()  # its weights, and the record of the mask mode the classifier runs in
+    assert decode_mask_mode(loaded.pop('backbone.mask_mode')) == cfg.model.backbone.mask_mode
     backbone_keys = [k for k in loaded if k.startswith('backbone.') and 'pool_norm' not in k]
     assert len(backbone_keys) > 40
     for key in backbone_keys:
