@@ -6,7 +6,9 @@ and the few library errors listed in :data:`LIBRARY_USER_ERRORS`) end the progra
 traceback instead. Any other exception is a bug and keeps its traceback.
 """
 import argparse
+import ast
 import json
+import linecache
 import os
 import os.path as osp
 import re
@@ -232,11 +234,23 @@ def unknown_layer_type_error(error: BaseException) -> Optional[ConfigError]:
 REGISTRY_BUILDERS = {'build_from_cfg': 'obj_cls', 'build_scheduler_from_cfg': 'scheduler_cls'}
 
 
+def _explicit_refusal_at(filename: str, line: int) -> bool:
+    """Whether the statement of ``filename`` that spans ``line`` is a ``raise`` or an ``assert``."""
+    try:
+        tree = ast.parse(''.join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, (ast.Raise, ast.Assert)) and node.lineno <= line <= (node.end_lineno or node.lineno)
+               for node in ast.walk(tree))
+
+
 def refused_settings_error(error: BaseException) -> Optional[ConfigValueError]:
     """The :class:`ConfigValueError` behind ``error`` if a component the config names refused its settings while
-    the registry built it (a ``ValueError`` or ``AssertionError`` raised under one of mmengine's registry builders,
-    e.g. ``LinearLR(start_factor=1.5)``, ``EMAHook(momentum=1.5)``, ``LabelSmoothLoss(label_smooth_val=1.5)``), else
-    ``None``. The component is the innermost one being built (the builder's class local); its message follows."""
+    the registry built it, else ``None``: a ``ValueError`` or ``AssertionError`` raised under one of mmengine's
+    registry builders, by an explicit ``raise`` / ``assert`` of the component being built (the innermost builder's
+    class local; e.g. ``LinearLR(start_factor=1.5)``, ``ExponentialMovingAverage(momentum=1.5)``,
+    ``LabelSmoothLoss(label_smooth_val=1.5)``). An error the interpreter raises (an unpacking ``ValueError``) or one
+    from another object's code is a bug and keeps its traceback."""
     if not isinstance(error, (ValueError, AssertionError)):
         return None
     trace, component, raised_at = error.__traceback__, None, None
@@ -245,15 +259,16 @@ def refused_settings_error(error: BaseException) -> Optional[ConfigValueError]:
         built = REGISTRY_BUILDERS.get(frame.f_code.co_name)
         if built in frame.f_locals and frame.f_code.co_filename.endswith(osp.join('registry', 'build_functions.py')):
             component = frame.f_locals[built]
-        raised_at = frame
+        raised_at, line = frame, trace.tb_lineno
         trace = trace.tb_next
-    if component is None:
+    if not isinstance(component, type) or not isinstance(raised_at.f_locals.get('self'), component):
         return None
-    name = getattr(component, '__name__', str(component))
+    if not _explicit_refusal_at(raised_at.f_code.co_filename, line):
+        return None
     reason = str(error).strip().splitlines()[0] if str(error).strip() else \
-        f'an assertion at {osp.basename(raised_at.f_code.co_filename)}:{raised_at.f_lineno}'
-    return ConfigValueError(f'{name} refuses the settings the config gives it: {reason.rstrip(".")}. Change them in '
-                            'the config (or --cfg-options).')
+        f'an assertion at {osp.basename(raised_at.f_code.co_filename)}:{line}'
+    return ConfigValueError(f'{component.__name__} refuses the settings the config gives it: {reason.rstrip(".")}. '
+                            'Change them in the config (or --cfg-options).')
 
 
 def _library_user_error(error: BaseException) -> Optional[UserInputError]:

@@ -589,3 +589,31 @@ def test_a_bare_state_dict_is_evaluated_by_a_config_with_an_ema_hook(tools, tmp_
     tools['test'].main(_argv(case, tmp_path))
     captured = capsys.readouterr()
     assert 'accuracy/top1' in captured.out + captured.err
+
+
+def test_only_a_components_own_refusal_is_a_settings_error():
+    """A ``raise`` / ``assert`` of the component being built is a setting it refuses (one line); an error the
+    interpreter raises in its constructor (a wrong unpacking) is a bug, and keeps its traceback."""
+    from mmengine.registry import Registry
+    registry = Registry('refusals')
+
+    @registry.register_module()
+    class Refuses:
+        def __init__(self, rate: float) -> None:
+            if rate > 1:
+                raise ValueError(f'rate must be at most 1, got {rate}')
+
+    @registry.register_module()
+    class Buggy:
+        def __init__(self) -> None:
+            self.height, self.width = (64, 64, 64)
+
+    def error_of(cfg: dict) -> BaseException:
+        with pytest.raises(ValueError) as error:
+            registry.build(cfg)
+        return error.value
+
+    found = find_user_error(error_of(dict(type='Refuses', rate=2)))
+    assert str(found) == ('Refuses refuses the settings the config gives it: rate must be at most 1, got 2. Change '
+                          'them in the config (or --cfg-options).')
+    assert find_user_error(error_of(dict(type='Buggy'))) is None
