@@ -10,8 +10,8 @@ import torch
 import torch._dynamo
 import torch._dynamo.testing
 from torch import Tensor, nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from dispatch_utils import HostTransfers
 from e2e_utils import history, load_config, loss_falls, train
 from mmcausal.models.backbones import DecayAttention, ILLaMA
 from mmcausal.models.layers import SelfAttention, TokenLayout, rope_angles_1d, rope_frequencies
@@ -88,49 +88,20 @@ def test_new_soft_mask_and_drop_path_rates_reuse_the_compiled_graph(mask_mode):
     assert counter.frame_count == 2
 
 
-class _ScalarReads(TorchDispatchMode):
-    """Counts the reads of a tensor's value by the host (``.item()``, ``bool(tensor)``: ``_local_scalar_dense``),
-    which on a GPU wait for every queued kernel."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += func is torch.ops.aten._local_scalar_dense.default
-        return func(*args, **(kwargs or {}))
-
-
 def _scalar_reads(forward: Callable[[], object]) -> int:
-    with _ScalarReads() as reads:
+    """How often ``forward()`` reads a tensor's value on the host (on a GPU: waits for every queued kernel)."""
+    with HostTransfers() as recorded:
         forward()
-    return reads.count
-
-
-class _HostTensors(TorchDispatchMode):
-    """Records the ops that make a tensor from host data (``torch.tensor(...)``: ``lift_fresh``; on a GPU a copy
-    from host memory every forward) or read a tensor's value on the host (``_local_scalar_dense``)."""
-
-    HOST_OPS = (torch.ops.aten.lift_fresh.default, torch.ops.aten.lift_fresh_copy.default,
-                torch.ops.aten._local_scalar_dense.default)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in self.HOST_OPS:
-            self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
+    return recorded.calls.count(HostTransfers.SCALAR_READ)
 
 
 def _host_tensors_of_a_second_forward(model: nn.Module, *inputs: Tensor, **kwargs) -> list:
     """The host ops of a forward at fixed weights after a first one (which may check new weights once)."""
     with torch.no_grad():
         model(*inputs, **kwargs)
-        with _HostTensors() as recorded:
+        with HostTransfers() as recorded:
             model(*inputs, **kwargs)
-    return recorded.ops
+    return recorded.calls
 
 
 @pytest.mark.parametrize('name,tiny', CASES)

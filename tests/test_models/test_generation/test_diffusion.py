@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 from torch.distributions import Normal, kl_divergence
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from dispatch_utils import HostTransfers
 from mmcausal.models.generation import GaussianDiffusion, classifier_free_guidance
 from mmcausal.models.generation.diffusion import space_timesteps
 from mmcausal.utils.errors import UserInputError
@@ -242,24 +242,6 @@ def test_guidance_on_three_or_all_channels(num_guided):
 # ------------------------------------------------------------------------------------------------ device copies
 
 
-class _HostTransfers(TorchDispatchMode):
-    """Records the ops that move data between devices (a ``_to_copy`` whose result is on another device than its
-    input) or make a tensor from host values / read one back (``lift_fresh``, ``_local_scalar_dense``)."""
-
-    HOST_OPS = ('aten::lift_fresh', 'aten::lift_fresh_copy', 'aten::_local_scalar_dense')
-
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = func._schema.name
-        if name in self.HOST_OPS or (name == 'aten::_to_copy' and out.device != args[0].device):
-            self.calls.append(name)
-        return out
-
-
 def _network_of(channels):
     return lambda x, t: torch.cat((0.1 * x, torch.zeros_like(x)), dim=1)[:, :channels]
 
@@ -280,9 +262,9 @@ def test_training_and_sampling_steps_copy_no_schedule_table_to_the_device(device
         for sampler in ('ddpm', 'ddim'):
             diffusion.sample(network, x0, sampler=sampler, num_steps=10, step_noise=torch.randn_like)
 
-    with _HostTransfers() as first:
+    with HostTransfers() as first:
         steps()  # the first use on the device makes its copies
-    with _HostTransfers() as recorder:
+    with HostTransfers() as recorder:
         steps()
     assert first.calls and recorder.calls == []
     tables = diffusion.schedule.tables_on(device)
