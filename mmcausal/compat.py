@@ -26,6 +26,10 @@ Names patched in mmengine:
 * ``set_random_seed`` in ``mmengine.runner.utils``, ``mmengine.runner``, ``mmengine.runner.runner``
                                                            -> :func:`patch_deterministic_cublas`
 
+Names patched in mmcv:
+
+* ``BaseTransform.__call__`` (data transforms)             -> :func:`patch_transform_file_errors`
+
 Names patched in mmcv and mmdet (ops that have no bf16 kernel):
 
 * ``MultiScaleDeformableAttnFunction.apply`` (mmcv), ``SingleRoIExtractor.forward`` (mmdet)
@@ -617,6 +621,40 @@ def patch_optimizer_param_groups() -> None:
     OptimWrapper.__init__ = __init__
 
 
+# --------------------------------------------------------------------------------------------------
+# S9. A sample file that cannot be read names itself, also in a DataLoader worker
+# --------------------------------------------------------------------------------------------------
+def patch_transform_file_errors() -> None:
+    """Raise a data transform's file error (a missing, empty, truncated or undecodable image or segmentation map) as
+    :class:`~mmcausal.utils.dataset_check.DatasetFormatError` naming the file, where the transform runs.
+
+    Breaks: mmcv's ``LoadImageFromFile`` and the loaders of mmseg / mmdet raise OpenCV's ``!buf.empty()`` or PIL's
+    ``cannot identify image file`` without the file's path, and torch re-raises a DataLoader worker's error in the
+    main process from its message alone, so the file (known only from the transform's frame) is lost. Other errors
+    pass unchanged, with the original chained as the cause. Not fixed upstream; delete when the loaders name the file.
+    """
+    from mmcv.transforms import BaseTransform
+
+    from mmcausal.utils.dataset_check import sample_loading_error
+
+    original = BaseTransform.__call__
+    if _is_shim(original):
+        return
+
+    @functools.wraps(original)
+    def __call__(self, results: dict) -> Any:
+        try:
+            return original(self, results)
+        except Exception as error:
+            named = sample_loading_error(error)
+            if named is None:
+                raise
+            raise named from error
+
+    setattr(__call__, _SHIM_FLAG, True)
+    BaseTransform.__call__ = __call__
+
+
 def apply_all() -> None:
     """Apply every shim (idempotent)."""
     patch_checkpoint_loading()
@@ -631,6 +669,7 @@ def apply_all() -> None:
     patch_ops_without_bf16()
     patch_deterministic_cublas()
     patch_optimizer_param_groups()
+    patch_transform_file_errors()
 
 
 apply_all()

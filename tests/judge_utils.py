@@ -26,3 +26,19 @@ def train_judge(shapes_root: Path, work_dir: Path) -> Dict[str, Path]:
         files[split] = work_dir / f'{split}.npz'
         make_reference([str(shapes_root / 'imagenet' / split), str(files[split]), '--size', '32'])
     return files
+
+
+def random_judge_checkpoint(path: Path) -> Path:
+    """An untrained judge saved as ``tools/train.py`` saves one (its config in ``meta``): the judge's code path for
+    tests that need no trained network."""
+    import torch
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmpretrain.registry import MODELS
+    cfg = Config.fromfile(str(ROOT / JUDGE_CONFIG))
+    init_default_scope('mmpretrain')
+    torch.manual_seed(0)
+    model = MODELS.build(dict(cfg.model, data_preprocessor=cfg.data_preprocessor))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(dict(meta=dict(cfg=cfg.pretty_text), state_dict=model.state_dict()), path)
+    return path

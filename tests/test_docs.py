@@ -70,3 +70,50 @@ def test_relative_links_point_at_files_and_headings(document):
         if not file.exists() or (anchor and file.suffix == '.md' and anchor not in anchors(file)):
             broken.append(target)
     assert broken == []
+
+
+# --- downloads -----------------------------------------------------------------------------------------------------
+def downloads() -> List[Tuple[str, str, str]]:
+    """(document, output, URL) of every ``wget`` in the documents' shell blocks."""
+    found = []
+    for document, command in commands():
+        if command.split()[:1] == ['wget']:
+            output = re.search(r'(?:^|\s)-O\s+(\S+)', command)
+            url = re.search(r'(https?://\S+)', command)
+            found.append((document, output.group(1) if output else '', url.group(1).strip('"\'') if url else ''))
+    return found
+
+
+def test_documents_download_files():
+    assert len(downloads()) >= 20
+
+
+def test_every_download_names_its_output_under_checkpoints():
+    """``wget -O checkpoints/...``: without ``-O`` a second file of the same name becomes ``epoch_800.pth.1``."""
+    assert [(doc, url) for doc, output, url in downloads() if not output.startswith('checkpoints/')] == []
+
+
+def test_one_name_per_file_and_one_file_per_name():
+    """Across all documents an output name always holds the same URL, and a URL always goes to the same name (the
+    released ``epoch_800.pth`` of Base and Large, ``best_checkpoint.pth`` of S/B/L and ``0400000.pt`` of B/L/XL must
+    not overwrite each other)."""
+    url_of, name_of = {}, {}
+    for document, output, url in downloads():
+        url_of.setdefault(output, set()).add(url)
+        name_of.setdefault(url, set()).add(output)
+    assert {name: urls for name, urls in url_of.items() if len(urls) > 1} == {}
+    assert {url: names for url, names in name_of.items() if len(names) > 1} == {}
+
+
+def test_converter_inputs_are_downloaded_files():
+    """Every converter command in the documents reads a file that a ``wget -O`` of the documents writes (or a
+    checkpoint of a run, under ``work_dirs/``)."""
+    written = {output for _, output, _ in downloads()}
+    read = []
+    for document, command in commands():
+        match = re.search(r'tools/model_converters/\w+\.py((?:\s+\S+)+)', command)
+        if match:
+            files = [w for w in match.group(1).split() if not w.startswith('-') and w.endswith(('.pth', '.pt'))]
+            read += [(document, files[0])] if files else []
+    assert read and [(doc, src) for doc, src in read
+                     if src not in written and src != 'SRC' and not src.startswith('work_dirs/')] == []

@@ -32,9 +32,12 @@ WIDTH = dict(small=384, base=768, large=1024, xlarge=1152)
 ROWS = {('dit_llama', prefix, size, patch, iters) for prefix in ('dit-llama', 'dit')
         for size, patch, iters in (('base', 4, 400), ('large', 4, 400), ('xlarge', 4, 400), ('xlarge', 2, 2400))} | {
     ('sit_llama', prefix, size, 2, 400) for prefix in ('sit-llama', 'sit') for size in WIDTH}
-OFFICIAL_DIT_SAMPLING = dict(sampler='ddpm', num_steps=250, cfg_scale=1.5, cfg_channels=3, seed=0)
+#: the official sample_ddp.py scripts: guidance on the first 3 latent channels (forward_with_cfg of DiT, SiT and
+#: their LLaMA variants) and labels drawn uniformly at random
+OFFICIAL_DIT_SAMPLING = dict(sampler='ddpm', num_steps=250, cfg_scale=1.5, cfg_channels=3, seed=0, label_rule='random')
 OFFICIAL_SIT_SDE = dict(sampler='sde', num_steps=250, method='euler', diffusion_form='sigma', diffusion_norm=1.,
-                        last_step='mean', last_step_size=0.04, cfg_scale=1., seed=0)
+                        last_step='mean', last_step_size=0.04, cfg_scale=1., cfg_channels=3, seed=0,
+                        label_rule='random')
 OFFICIAL_SIT_ODE = dict(OFFICIAL_SIT_SDE, sampler='ode', method='dopri5', atol=1e-6, rtol=1e-3)
 
 
@@ -94,6 +97,16 @@ def test_config_has_the_official_objective_sampling_and_bookkeeping(name):
     assert (cfg.randomness.seed, cfg.randomness.diff_rank_seed) == (0, True)
     assert cfg.train_dataloader.dataset.type == 'LatentMomentsDataset' and cfg.train_dataloader.dataset.flip_prob == 0.5
     assert cfg.val_dataloader is None and cfg.get('auto_scale_lr') is None
+
+
+@pytest.mark.parametrize('name', configs())
+def test_guidance_and_labels_follow_the_official_sample_scripts(name):
+    """Every DiT and SiT preset (the SDE one and the ODE one derived from it) guides the first 3 latent channels and
+    draws random labels, as the official forward_with_cfg and sample_ddp.py."""
+    cfg = Config.fromfile(str(ROOT / 'configs' / name))
+    presets = [cfg.model.test_cfg] + ([cfg.official_sit_ode_sampling] if name.startswith('sit_llama/') else [])
+    for preset in presets:
+        assert (preset.cfg_channels, preset.label_rule) == (3, 'random')
 
 
 @pytest.mark.parametrize('official_name,name', [

@@ -9,6 +9,7 @@ import yaml
 from mmengine.config import Config
 
 from build_utils import build_on_meta
+from mmcausal.model_zoo import builds_in_mmpretrain
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = sorted({path.parent for path in (ROOT / 'configs').glob('*/*.py')})
@@ -49,10 +50,43 @@ def test_top_readme_links_every_model_zoo_readme():
 
 @pytest.mark.parametrize('model', listed_models(), ids=lambda model: model['Name'])
 def test_listed_config_builds_with_the_listed_parameter_count(model):
+    """... and mmpretrain's model hub lists it exactly when its config is one of mmpretrain's (its default scope):
+    the rule :mod:`mmcausal.model_zoo` reads from the training data."""
     path = ROOT / model['Config']
     assert path.is_file(), f'{model["Name"]}: no {path}'
-    built = build_on_meta(Config.fromfile(str(path)))
+    cfg = Config.fromfile(str(path))
+    built = build_on_meta(cfg)
     assert sum(param.numel() for param in built.parameters()) == model['Metadata']['Parameters']
+    assert builds_in_mmpretrain(model['Metadata']['Training Data']) == (cfg.default_scope == 'mmpretrain')
+
+
+def flops_cells(readme: str) -> List[tuple]:
+    """``(first cell, FLOPs cell)`` of every row of the README's tables with a ``FLOPs (G)`` column."""
+    rows, column = [], None
+    for line in readme.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip('|').split('|')] if line.startswith('|') else None
+        if cells is None:
+            column = None
+        elif column is None:
+            column = cells.index('FLOPs (G)') if 'FLOPs (G)' in cells else -1
+        elif column >= 0 and not set(cells[0]) <= set(':- '):
+            rows.append((cells[0], cells[column]))
+    return rows
+
+
+@pytest.mark.parametrize('folder', [folder for folder in FOLDERS if any(
+    'FLOPs' in model['Metadata'] for model in metafile(folder)['Models'])], ids=lambda folder: folder.name)
+def test_readme_flops_are_the_metafile_flops(folder):
+    """The family README's FLOPs column gives each config's metafile ``FLOPs`` in G (``—`` where there is none),
+    and every model with FLOPs has a row there."""
+    flops = {Path(model['Config']).stem: model['Metadata'].get('FLOPs') for model in metafile(folder)['Models']}
+    shown = set()
+    for first, cell in flops_cells((folder / 'README.md').read_text()):
+        stem = max((stem for stem in flops if re.search(re.escape(stem) + r'(?![\w-])', first)), key=len)
+        expected = '—' if flops[stem] is None else f'{flops[stem] / 1e9:.2f}'
+        assert cell == expected, (stem, cell, expected)
+        shown.add(stem)
+    assert {stem for stem, value in flops.items() if value is not None} <= shown
 
 
 # --- checkpoint names and download links ---------------------------------------------------------------------------
@@ -89,11 +123,15 @@ def test_every_checkpoint_name_is_a_config_default_or_a_listed_conversion():
 
 
 def test_converter_commands_convert_the_released_files():
-    """``tools/model_converters/*2mmcausal.py SRC DST``: SRC is the name of a released file (as downloaded from a
-    direct link of the metafiles or the family READMEs); DST's name is checked with every other name above."""
+    """``tools/model_converters/*2mmcausal.py SRC DST``: SRC is a released file, downloaded from a direct link of the
+    metafiles or the family READMEs by a ``wget -O SRC URL`` of the documents (or named as released, in the
+    converters' usage lines); DST's name is checked with every other name above."""
     links = official_urls() + [url for folder in FOLDERS
                                for url in re.findall(r'https://\S+?\.pth?\b', (folder / 'README.md').read_text())]
     released = {url.rsplit('/', 1)[1] for url in links}
+    downloads = re.compile(r'wget\s+-O\s+(\S+)\s+(?:\\\n\s*)?"?(https://\S+?\.pth?)\b')
+    released |= {output for path in documents() for output, url in downloads.findall(path.read_text())
+                 if url in links}
     wrong = []
     for path in documents():
         for arguments in CONVERTER_COMMAND.findall(path.read_text()):
@@ -115,7 +153,8 @@ def test_official_weights_have_direct_links_in_metafile_and_readme(folder):
         if url is None:
             assert model.get('Official Weights') == 'no public file', model['Name']
             continue
-        assert re.fullmatch(r'https://\S+\.pth?', url) and '/blob/' not in url, url  # DiT / SiT files are .pt
+        # DiT / SiT files are .pt; a Dropbox direct link (SiT's) carries the file's key as its query string
+        assert re.fullmatch(r'https://\S+\.pth?(\?\S+)?', url) and '/blob/' not in url, url
         assert url in readme, f'{folder.name}/README.md does not link {url}'
         name = model['Converted Weights']
         assert name in readme, f'{folder.name}/README.md does not name {name}'
@@ -132,8 +171,8 @@ def test_results_say_whose_numbers_they_are(folder):
 
 
 def test_model_index_imports_every_metafile_and_parses():
-    """``model-index.yml`` (what ``mim search`` reads) lists every family's metafile, and mim's parser (modelindex)
-    loads every model of them with its config and results."""
+    """``model-index.yml`` (what mmpretrain's model hub reads after ``import mmcausal``) lists every family's metafile,
+    and OpenMMLab's parser (modelindex) loads every model of them with its config and results."""
     from modelindex.load_model_index import load
     index = yaml.safe_load((ROOT / 'model-index.yml').read_text())
     assert sorted(index['Import']) == sorted(relative(folder / 'metafile.yml') for folder in FOLDERS)

@@ -48,7 +48,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             raise SystemExit(f'EmptyDetections: {args.checkpoint} predicts no object on the test split (see the '
                              'line above); no metric was computed.')
 
-    run(cfg, ('test_dataloader', ), test, check_pretrained=False, evaluating=True)  # load_from replaces any init
+    run(cfg, ('test_dataloader', ), test, check_pretrained=False, evaluating=True,  # load_from replaces any init
+        loops=('test', ))
 
 
 if __name__ == '__main__':

@@ -83,7 +83,7 @@ def apply_train_options(cfg: Config, args: argparse.Namespace) -> Config:
 def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     cfg = apply_train_options(load_config(args), args)
-    run(cfg, ('train_dataloader', 'val_dataloader'), lambda runner: runner.train())
+    run(cfg, ('train_dataloader', 'val_dataloader'), lambda runner: runner.train(), loops=('train', ))
 
 
 if __name__ == '__main__':

@@ -3,7 +3,7 @@
 # B backbone and drop path 0.2 (paper D.7).
 _base_ = './upernet_pyramid-vision-llama-small_8xb2-160k_ade20k-512x512.py'
 
-pretrained = 'work_dirs/pyramid-vision-llama-base_converted.pth'
+pretrained = 'checkpoints/pyramid-vision-llama-base_in1k.pth'
 model = dict(
     backbone=dict(arch='base', init_cfg=dict(checkpoint=pretrained)),
     decode_head=dict(in_channels=[96, 192, 384, 768]),

@@ -3,7 +3,7 @@
 # recipe with the L backbone and drop path 0.3 (official L config, notes §5.2).
 _base_ = './upernet_pyramid-vision-llama-small_8xb2-160k_ade20k-512x512.py'
 
-pretrained = 'work_dirs/pyramid-vision-llama-large_converted.pth'
+pretrained = 'checkpoints/pyramid-vision-llama-large_in1k.pth'
 model = dict(
     backbone=dict(arch='large', drop_path_rate=0.3, init_cfg=dict(checkpoint=pretrained)),
     decode_head=dict(in_channels=[128, 256, 512, 1024]),

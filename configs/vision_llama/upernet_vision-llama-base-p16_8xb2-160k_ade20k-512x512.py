@@ -24,7 +24,7 @@ _base_ = ['mmseg::mae/mae-base_upernet_8xb2-amp-160k_ade20k-512x512.py']
 custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
 # Converted MAE checkpoint (see above); the `backbone.` prefix is stripped on load.
-pretrained = 'work_dirs/vision-llama-base_mae-800e_converted.pth'
+pretrained = 'checkpoints/vision-llama-base-p16_mae-800e_in1k.pth'
 model = dict(
     pretrained=None,
     backbone=dict(

@@ -44,7 +44,7 @@ custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
 image_size = (1024, 1024)
 head_norm_cfg = dict(type='mmpretrain.LN2d', eps=1e-6, requires_grad=True)
-pretrained = 'work_dirs/vision-llama-base_mae-800e_converted.pth'  # converted MAE checkpoint (see above)
+pretrained = 'checkpoints/vision-llama-base-p16_mae-800e_in1k.pth'  # converted MAE checkpoint (see above)
 model = dict(
     data_preprocessor=dict(
         pad_size_divisor=32, batch_augments=[dict(type='BatchFixedSizePad', size=image_size, pad_mask=True)]),

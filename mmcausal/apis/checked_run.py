@@ -19,7 +19,7 @@ from mmcausal.utils.cli import (
     check_work_dir,
     user_errors_end_in_one_line,
 )
-from mmcausal.utils.config_check import check_config_values
+from mmcausal.utils.config_check import check_config_values, check_loops
 from mmcausal.utils.dataset_check import check_built_datasets, check_dataset_files, check_dataset_paths
 
 #: The Runner loop (and its config key) that owns each dataloader.
@@ -37,7 +37,7 @@ def built_datasets(runner: Runner, cfg: Config, dataloaders: Sequence[str]) -> I
 
 
 def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], object],
-        check_pretrained: bool = True, evaluating: bool = False) -> None:
+        check_pretrained: bool = True, evaluating: bool = False, loops: Sequence[str] = ()) -> None:
     """Check the work dir, the settings, the datasets (and, for training, the ``Pretrained`` / ``load_from``
     files), build the Runner (the ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``)
     and its datasets, check them, and call ``action(runner)``; user-input errors end the program with one line
@@ -45,10 +45,12 @@ def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], obje
     is refused unless the config says ``allow_partial_load=True`` (``--allow-partial-load``); with ``evaluating``
     (the tools that only evaluate), so is one that loads none of a part that inference runs. All checks run before
     training, so a bad input found by them leaves nothing in the work dir that a later ``--resume`` would read.
+    ``loops``: the Runner loops ``action`` runs (``'train'``, ``'test'``), which the config must give all their parts.
     """
     with user_errors_end_in_one_line(), partial_loads_allowed(bool(cfg.get('allow_partial_load', False))), \
             evaluation_loads() if evaluating else contextlib.nullcontext():
         check_work_dir(cfg.work_dir)
+        check_loops(cfg, loops)
         check_config_values(cfg, dataloaders)
         check_dataset_paths(cfg, dataloaders)
         check_dataset_files(cfg, dataloaders)

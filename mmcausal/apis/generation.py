@@ -1,9 +1,11 @@
 """Sampling a trained class-conditional generator to files: one PNG per sample and the ADM evaluator's ``.npz``.
 
-Sample ``i`` has label ``i mod num_classes`` (balanced classes) and its noise seeded by ``seed + i``
-(:class:`~mmcausal.models.generation.ClassConditionalDiffusion`), so the files depend neither on the batch size nor
-on the number of processes: process ``r`` of ``w`` draws the samples ``i = r, r + w, ...``. A PNG is written
-atomically, and samples whose PNG exists are skipped, so an interrupted run resumes where it stopped.
+The label of sample ``i`` follows the model's ``test_cfg.label_rule`` (:func:`sample_labels`: uniform at random as
+the official ``sample_ddp.py``, or balanced ``i mod num_classes``) and its noise is seeded by ``seed + i``
+(:class:`~mmcausal.models.generation.ClassConditionalDiffusion`); both are functions of ``seed`` and ``i`` only, so
+the files depend neither on the batch size nor on the number of processes: process ``r`` of ``w`` draws the samples
+``i = r, r + w, ...``. A PNG is written atomically, and samples whose PNG exists are skipped, so an interrupted run
+resumes where it stopped.
 """
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
@@ -13,7 +15,9 @@ import torch
 from mmpretrain.structures import DataSample
 from PIL import Image
 
+from mmcausal.models.generation.class_conditional import LABEL_RULES
 from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.validation import check_choice
 
 NPZ_NAME = 'samples.npz'
 
@@ -24,6 +28,29 @@ def balanced_labels(num_samples: int, num_classes: int) -> np.ndarray:
         raise UserInputError(f'Need at least one sample and one class, got {num_samples} samples and {num_classes} '
                              'classes.')
     return np.arange(num_samples, dtype=np.int64) % num_classes
+
+
+def sample_labels(num_samples: int, num_classes: int, rule: str, seed: int = 0) -> np.ndarray:
+    """``(N,)`` int64 labels of the samples ``0 .. N-1``.
+
+    ``'random'``: uniform over the classes, as the official DiT / SiT ``sample_ddp.py``
+    (``torch.randint(0, num_classes, (n,))``); label ``i`` is the ``i``-th draw of numpy's PCG64 generator seeded by
+    ``seed``, a function of ``seed`` and ``i`` only (not of ``N``, the batch size or the number of processes) and a
+    stream apart from the torch generators that draw the noise (seeded ``seed + i``). ``'balanced'``:
+    :func:`balanced_labels`.
+    """
+    check_choice('label rule', rule, LABEL_RULES)
+    labels = balanced_labels(num_samples, num_classes)  # also checks the counts
+    if rule == 'balanced':
+        return labels
+    return np.random.default_rng(int(seed)).integers(0, num_classes, size=num_samples, dtype=np.int64)
+
+
+def model_sample_labels(model, num_samples: int) -> np.ndarray:
+    """``(N,)`` labels for ``num_samples`` samples of a ``ClassConditionalDiffusion``: :func:`sample_labels` with its
+    ``test_cfg`` ``label_rule`` and ``seed`` over its network's classes."""
+    return sample_labels(num_samples, model.network.num_classes, model.test_cfg['label_rule'],
+                         model.test_cfg['seed'])
 
 
 def png_path(out_dir: str, index: int) -> Path:
@@ -66,14 +93,14 @@ def write_npz(out_dir: str, labels: np.ndarray) -> Path:
 
 
 @torch.no_grad()
-def sample_to_folder(model, out_dir: str, num_samples: int, num_classes: int, batch_size: int = 32, rank: int = 0,
+def sample_to_folder(model, out_dir: str, labels: np.ndarray, batch_size: int = 32, rank: int = 0,
                      world_size: int = 1, progress: Optional[Callable[[int], None]] = None) -> List[int]:
-    """Write this process's missing samples of ``num_samples`` balanced ones; returns the indices it wrote."""
-    labels = balanced_labels(num_samples, num_classes)
-    indices = pending_indices(out_dir, num_samples, rank, world_size)
+    """Write this process's missing samples of the ``(N,)`` ``labels`` (sample ``i`` of class ``labels[i]``);
+    returns the indices it wrote."""
+    indices = pending_indices(out_dir, len(labels), rank, world_size)
     write_samples(model.eval(), out_dir, labels, indices, batch_size, progress)
     return indices
 
 
-__all__ = ['NPZ_NAME', 'balanced_labels', 'pending_indices', 'png_path', 'sample_to_folder', 'write_npz',
-           'write_samples']
+__all__ = ['NPZ_NAME', 'balanced_labels', 'model_sample_labels', 'pending_indices', 'png_path', 'sample_labels',
+           'sample_to_folder', 'write_npz', 'write_samples']

@@ -11,9 +11,7 @@ from .onnx_export import (
     exportable_part,
     non_standard_ops,
     onnxruntime_outputs,
-    size_divisor,
 )
 
 __all__ = ['DEFAULT_OPSET', 'INPUT_NAME', 'ExportError', 'NetworkOutputs', 'OnnxExport', 'TensorOutputs',
-           'build_export_model', 'export_onnx', 'exportable_part', 'non_standard_ops', 'onnxruntime_outputs',
-           'size_divisor']
+           'build_export_model', 'export_onnx', 'exportable_part', 'non_standard_ops', 'onnxruntime_outputs']

@@ -9,8 +9,10 @@ backward-only savings mean nothing at inference), tables built from the input's 
 Dynamic sizes: ``torch.export`` records every branch the Python code took on a symbolic size as a *guard*, and the
 ONNX graph keeps the branch without the check. Most guards do not change the values (contiguity, broadcasting; an
 equality of strides in the pyramid's window padding), so :func:`export_onnx` runs the graph in ONNX Runtime at other
-batch sizes and image sizes (multiples of :func:`size_divisor`), compares it with PyTorch and refuses the export (and
-deletes the file), naming a guard that fails there, when they differ.
+batch sizes and image sizes (sides that are no multiple of the model's strides: the layers pad inside the graph, by
+amounts computed from the input's size), compares it with PyTorch and refuses the export (and deletes the file),
+naming a guard that fails there, when they differ. A trace treats a size of 1 apart (one window or one sub-sampled
+cell per side at the traced size): such a graph is refused with the advice to trace at a larger size.
 
 The graph's input is what ``model(inputs, mode='tensor')`` takes: the data preprocessor's output (normalised
 ``(B, 3, H, W)`` fp32 images); its outputs are what that call returns (classifier: pre-softmax scores ``(B,
@@ -153,18 +155,6 @@ def exportable_part(model: nn.Module, part: str = 'model') -> nn.Module:
     return TensorOutputs(model, part).eval()
 
 
-def size_divisor(module: nn.Module) -> int:
-    """A multiple of every downsampling factor of ``module``: the product of the strides of its strided
-    convolutions and poolings (patch embeddings, pyramid stages, a neck's extra levels). Image sides that are
-    multiples of it give every stage a whole grid, with no padding branch."""
-    divisor = 1
-    for layer in module.modules():
-        if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)):
-            stride = layer.stride if isinstance(layer.stride, tuple) else (layer.stride, )
-            divisor *= max(stride)
-    return divisor
-
-
 def _guards(program: torch.export.ExportedProgram) -> List[str]:
     """The conditions on the input sizes under which ``program`` was traced (Python expressions over ``L``)."""
     return list(getattr(program, '_guards_code', None) or [])
@@ -184,27 +174,31 @@ def _failed_guards(guards: Sequence[str], shape: Sequence[int]) -> List[str]:
     return failed
 
 
-def probe_shapes(shape: Sequence[int], dynamic: Optional[str], divisor: int) -> List[Tuple[int, ...]]:
+def probe_shapes(shape: Sequence[int], dynamic: Optional[str]) -> List[Tuple[int, ...]]:
     """The input shapes to check an export at: the traced ``shape`` when nothing is ``dynamic``, else batch 1 and one
-    more than traced, and with ``'all'`` a larger and a small non-square image (sides multiples of ``divisor``)."""
+    more than traced, and with ``'all'`` a larger and a smaller non-square image with odd sides (no multiple of any
+    stride: the graph pads inside)."""
     batch, channels, height, width = shape
     if dynamic is None:
         return [tuple(shape)]
     probes = [(1, channels, height, width), (batch + 1, channels, height, width)]
     if dynamic == 'all':
-        probes += [(batch + 1, channels, height + divisor, width + 2 * divisor),
-                   (1, channels, 2 * divisor, 3 * divisor)]
+        odd = [side + 1 - side % 2 for side in (height + height // 4 + 3, width + width // 2 + 5, height // 2 + 1,
+                                                 width // 2 + 7)]
+        probes += [(batch + 1, channels, odd[0], odd[1]), (1, channels, odd[2], odd[3])]
     return probes
 
 
 def check_size_independent_layers(module: nn.Module, name: str) -> None:
     """Refuse a dynamic image size for a module with adaptive pooling to a grid larger than 1 x 1 (UperNet's pyramid
-    pooling): ONNX has no adaptive pooling, and the exporter writes the kernels of the traced size."""
+    pooling): ONNX has no adaptive pooling, and the exporter writes the kernels of the traced size. The one layer of
+    the exported families that keeps a graph from taking any image size (padding is computed in the graph)."""
     for layer_name, layer in getattr(module, 'model', module).named_modules():
         if isinstance(layer, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)) and layer.output_size not in (1, (1, 1)):
             raise ExportError(f'{name} cannot be exported with a dynamic image size: {layer_name} pools adaptively '
-                              f'to {layer.output_size}, which ONNX writes as the kernels of the traced size; export it '
-                              'with a fixed image size (--dynamic batch).')
+                              f'to {layer.output_size}, which ONNX writes as the kernels of the traced size (no '
+                              'padding in the graph can make it take other sizes); export it with a fixed image '
+                              'size (--dynamic batch).')
 
 
 def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequence[int]], name: str,
@@ -239,6 +233,8 @@ def check_against_pytorch(module: nn.Module, path: str, shapes: Sequence[Sequenc
                 found = f'max |delta| {error:.2g}'
         failed = sorted(_failed_guards(guards, shape), key=len)  # the shortest condition reads best
         reason = f'torch.export traced it under the condition {failed[0]!r}' if failed else 'it branches on the size'
+        if any(guard.endswith('== 1') for guard in failed):  # a grid of one window / cell at the traced size
+            advice = f'export it at a larger --shape (several windows or cells per side), or {advice}'
         raise ExportError(f'the ONNX graph of {name} does not reproduce PyTorch at input shape {tuple(shape)} '
                           f'({found}; {reason}): {advice}.')
 
@@ -269,16 +265,16 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
 
     Args:
         shape: ``(B, C, H, W)`` of the traced images or latents (random values).
-        dynamic: ``None`` (every axis fixed), ``'batch'`` or ``'all'`` (batch and image size; then ``H`` and ``W``
-            must be multiples of :func:`size_divisor`, and so must every size the graph is run at); a
+        dynamic: ``None`` (every axis fixed), ``'batch'`` or ``'all'`` (batch and image size: any sides, multiples of
+            the model's strides or not; trace at a size with several windows / cells per side); a
             :class:`NetworkOutputs` exports at a fixed size only.
         opset: ONNX opset (>= 18).
         optimize: let the exporter fold constants and fuse patterns (``onnxscript``'s optimizer).
         check: compare ONNX Runtime with PyTorch at :func:`probe_shapes` (see :func:`check_against_pytorch`).
 
     Raises:
-        ExportError: a dynamic axis the graph does not allow (found by the check), a size that is not a multiple of
-            the divisor, or a graph with non-standard ops.
+        ExportError: a dynamic axis the graph does not allow (found by the check; a dynamic image size with adaptive
+            pooling, :func:`check_size_independent_layers`), or a graph with non-standard ops.
     """
     name = type(getattr(module, 'model', module)).__name__
     if dynamic not in (None, 'batch', 'all'):
@@ -290,18 +286,14 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
         raise ExportError(f'the diffusion network of {name} exports at a fixed size; drop --dynamic (set the latent '
                           'size with --shape H W and the batch with --batch).')
     batch, channels, height, width = shape
-    divisor = size_divisor(module)
     dims: Dict[int, object] = {}
     if dynamic is not None:
         batch = max(batch, 2)  # a traced size of 1 would be specialised
         dims[0] = torch.export.Dim('batch', min=1)
     if dynamic == 'all':
-        if height % divisor or width % divisor:
-            raise ExportError(f'a dynamic image size needs --shape H W that are multiples of {divisor} (the '
-                              f'downsampling of {name}), got {height} x {width}.')
-        dims[2] = divisor * torch.export.Dim('height_blocks', min=1)
-        dims[3] = divisor * torch.export.Dim('width_blocks', min=1)
         check_size_independent_layers(module, name)
+        # any side: what the model assumes of it (a grid of more than one patch) is kept as guards, checked below
+        dims[2] = dims[3] = torch.export.Dim.DYNAMIC
     example = module.example_inputs((batch, channels, height, width), torch.Generator().manual_seed(0))
     with torch.no_grad():
         try:
@@ -322,8 +314,8 @@ def export_onnx(module: nn.Module, path: str, shape: Sequence[int], dynamic: Opt
     if check:
         try:
             advice = {} if dynamic else dict(advice='a fault of the exporter: try --no-optimize, or report it')
-            check_against_pytorch(module, path, probe_shapes((batch, channels, height, width), dynamic, divisor),
-                                  name, _guards(program), **advice)
+            check_against_pytorch(module, path, probe_shapes((batch, channels, height, width), dynamic), name,
+                                  _guards(program), **advice)
         except ExportError:
             os.remove(path)  # no file that is wrong at some sizes
             raise

@@ -1,28 +1,48 @@
-"""Offline evaluation of image generators: Fréchet distance (FID / sFID / the judge's FD), Inception Score, k-NN
-precision / recall and a memorisation check, over features of any extractor (all maths in float64 on the CPU); the
-extractors (a judge trained by ``tools/train.py``, a local Inception-v3 file) and the ADM ``.npz`` files."""
-from .distances import inside_any_ball, kth_neighbour_distances, nearest_distances
-from .extractors import (
-    ExtractorError,
-    ImageFeatures,
-    InceptionFeatures,
-    JudgeFeatures,
-    build_extractor,
-    extract_features,
+"""Offline evaluation of image generators: FID / sFID (the judge's FD), Inception Score, KID and k-NN precision /
+recall computed by torch-fidelity over the features of a registered extractor (the TF-FID Inception-v3 with ADM's
+sFID map, or a judge trained by ``tools/train.py``), a memorisation check, and the ADM ``.npz`` files.
+
+torch-fidelity is optional: the names that need it (the extractors) are imported on first use."""
+import importlib
+from typing import Any
+
+from .distances import kth_neighbour_distances, nearest_distances
+from .fidelity import (
+    MissingMetricsLibrary,
+    feature_statistics,
+    frechet_distance,
+    frechet_distance_of,
+    inception_score,
+    kernel_distance,
+    precision_recall,
 )
-from .frechet import feature_statistics, frechet_distance, frechet_distance_of, spatial_frechet_distance
 from .generation_metric import GenerationMetric
-from .generation_report import conditional_accuracy, evaluate_generation, pixel_vectors
-from .inception_score import inception_score
+from .generation_report import conditional_accuracy, evaluate_generation, load_reference, pixel_vectors
 from .judge_cnn import JudgeCNN
 from .memorisation import memorisation_check
-from .precision_recall import manifold_coverage, precision_recall
-from .sample_files import SampleFileError, images_from_class_folders, load_sample_npz, save_sample_npz
+from .sample_files import (
+    SampleFileError,
+    images_from_class_folders,
+    load_reference_statistics,
+    load_sample_npz,
+    save_sample_npz,
+)
+
+#: names of :mod:`.extractors`, which imports torch-fidelity
+_EXTRACTOR_NAMES = ('ExtractorError', 'ImageFeatures', 'InceptionADM', 'JudgeExtractor', 'build_extractor',
+                    'extract_features')
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXTRACTOR_NAMES:
+        return getattr(importlib.import_module('.extractors', __name__), name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
 
 __all__ = [
-    'feature_statistics', 'frechet_distance', 'frechet_distance_of', 'spatial_frechet_distance', 'inception_score',
-    'precision_recall', 'manifold_coverage', 'memorisation_check', 'nearest_distances', 'kth_neighbour_distances',
-    'inside_any_ball', 'ImageFeatures', 'JudgeFeatures', 'InceptionFeatures', 'ExtractorError', 'build_extractor',
-    'extract_features', 'evaluate_generation', 'conditional_accuracy', 'pixel_vectors', 'SampleFileError',
-    'load_sample_npz', 'save_sample_npz', 'images_from_class_folders', 'GenerationMetric', 'JudgeCNN'
+    'feature_statistics', 'frechet_distance', 'frechet_distance_of', 'inception_score', 'kernel_distance',
+    'precision_recall', 'MissingMetricsLibrary', 'memorisation_check', 'nearest_distances', 'kth_neighbour_distances',
+    *_EXTRACTOR_NAMES, 'evaluate_generation', 'conditional_accuracy', 'load_reference', 'pixel_vectors',
+    'SampleFileError', 'load_sample_npz', 'load_reference_statistics', 'save_sample_npz', 'images_from_class_folders',
+    'GenerationMetric', 'JudgeCNN'
 ]

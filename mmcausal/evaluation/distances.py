@@ -1,4 +1,5 @@
-"""Nearest-neighbour queries on feature sets, chunked so that memory stays O(chunk x N) (never N x N).
+"""Nearest-neighbour queries on feature sets for the memorisation check, chunked so that memory stays O(chunk x N)
+(never N x N).
 
 Features are ``(N, D)`` arrays or tensors; distances are Euclidean, computed in float64 on the CPU.
 """
@@ -44,10 +45,3 @@ def kth_neighbour_distances(points: Features, k: int, chunk: int = DEFAULT_CHUNK
         d[rows, rows + start] = float('inf')  # exclude the point itself, not its duplicates
         radii.append(d.topk(k, dim=1, largest=False).values[:, -1])
     return torch.cat(radii)
-
-
-def inside_any_ball(queries: Features, centres: Features, radii: Tensor, chunk: int = DEFAULT_CHUNK) -> Tensor:
-    """(N,) bool: whether each query lies within distance ``radii[j]`` of some centre ``j`` (closed balls)."""
-    queries, centres = as_features(queries), as_features(centres)
-    radii = torch.as_tensor(radii, dtype=torch.float64)
-    return torch.cat([(d <= radii[None]).any(dim=1) for _, d in _distance_chunks(queries, centres, chunk)])

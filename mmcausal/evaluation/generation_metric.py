@@ -11,33 +11,39 @@ import torch
 from mmengine.evaluator import BaseMetric
 
 from mmcausal.registry import METRICS
-from .extractors import build_extractor
-from .generation_report import evaluate_generation
+from .fidelity import ADM_IS_SPLITS
+from .generation_report import evaluate_generation, load_reference
 from .sample_files import load_sample_npz
 
 
 @METRICS.register_module()
 class GenerationMetric(BaseMetric):
-    """FD, sFID, IS, k-NN precision / recall, the extractor's accuracy on the labels and the memorisation check.
+    """FD, sFID, IS, KID, k-NN precision / recall (torch-fidelity), the extractor's accuracy on the labels and the
+    memorisation check.
 
     Args:
-        extractor: ``'judge:CKPT'`` or ``'inception:PATH'`` (see :func:`~mmcausal.evaluation.build_extractor`); built
-            when the metrics are computed, so the checkpoint may be written during the run.
-        reference: ADM ``.npz`` of real images of the samples' size (``tools/generation/make_reference_npz.py``).
+        extractor: ``'judge:CKPT'``, ``'inception:WEIGHTS'`` or ``'inception'`` (see
+            :func:`~mmcausal.evaluation.build_extractor`); built when the metrics are computed, so the checkpoint may
+            be written during the run.
+        reference: ADM ``.npz`` of real images of the samples' size (``tools/generation/make_reference_npz.py``, or
+            ADM's reference batch).
         holdout: optional ADM ``.npz`` of held-out real images for the memorisation reference.
-        k: neighbours of the precision / recall manifolds. splits: Inception Score splits.
+        k: neighbours of the precision / recall manifolds. splits: Inception Score splits (ADM: 10).
         batch_size: images per extractor forward. device: the extractor's device.
         image_key: the data-sample field holding the uint8 ``(3, H, W)`` image.
         memorisation_space: ``'pixels'``, ``'features'`` or ``'none'`` (see
             :func:`~mmcausal.evaluation.evaluate_generation`).
+        ref_stats: ``'auto'``, ``'npz'`` or ``'images'``: where the reference's FID statistics come from (see
+            :func:`~mmcausal.evaluation.load_reference`).
     """
     default_prefix: Optional[str] = 'gen'
 
-    def __init__(self, extractor: str, reference: str, holdout: Optional[str] = None, k: int = 3, splits: int = 1,
-                 batch_size: int = 100, device: str = 'cpu', image_key: str = 'pred_img',
-                 memorisation_space: str = 'pixels', collect_device: str = 'cpu', prefix: Optional[str] = None) -> None:
+    def __init__(self, extractor: str, reference: str, holdout: Optional[str] = None, k: int = 3,
+                 splits: int = ADM_IS_SPLITS, batch_size: int = 100, device: str = 'cpu', image_key: str = 'pred_img',
+                 memorisation_space: str = 'pixels', ref_stats: str = 'auto', collect_device: str = 'cpu',
+                 prefix: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
-        self.extractor, self.reference, self.holdout = extractor, reference, holdout
+        self.extractor, self.reference, self.ref_stats, self.holdout = extractor, reference, ref_stats, holdout
         self.k, self.splits, self.batch_size, self.device, self.image_key = k, splits, batch_size, device, image_key
         self.memorisation_space = memorisation_space
 
@@ -54,9 +60,10 @@ class GenerationMetric(BaseMetric):
     def compute_metrics(self, results: List[tuple]) -> Dict[str, float]:
         images = np.stack([image for image, _ in results])
         labels = [label for _, label in results]
-        reference, _ = load_sample_npz(self.reference)
+        from .extractors import build_extractor
+        reference, stats = load_reference(self.reference, self.ref_stats, self.extractor.startswith('inception'))
         holdout = None if self.holdout is None else load_sample_npz(self.holdout)[0]
         return evaluate_generation(images, reference, build_extractor(self.extractor, self.device),
                                    labels=None if None in labels else np.asarray(labels), holdout=holdout, k=self.k,
                                    splits=self.splits, batch_size=self.batch_size,
-                                   memorisation_space=self.memorisation_space)
+                                   memorisation_space=self.memorisation_space, reference_stats=stats)

@@ -1,9 +1,11 @@
 """Sample and reference files in the ADM layout: an ``.npz`` with ``arr_0`` (uint8 N x H x W x 3, RGB) and, when the
 images are labelled, ``arr_1`` (N integer labels) -- what ``tools/generation/sample.py`` writes and the ADM evaluator
-(``evaluations/evaluator.py`` of openai/guided-diffusion) reads."""
+(``evaluations/evaluator.py`` of openai/guided-diffusion) reads. ADM's reference batches (e.g.
+``VIRTUAL_imagenet256_labeled.npz``) also hold the Inception statistics the paper's FID / sFID are measured against:
+``mu`` / ``sigma`` (pool_3, 2048-d) and ``mu_s`` / ``sigma_s`` (the spatial ``mixed_6/conv`` features)."""
 import os
 import os.path as osp
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 from PIL import Image
@@ -19,16 +21,9 @@ class SampleFileError(UserInputError, ValueError):
 
 def load_sample_npz(path: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """``(images (N, H, W, 3) uint8, labels (N,) int64 or None)`` of the ADM-layout file ``path``."""
-    if not osp.isfile(path):
-        raise SampleFileError(f'{path} does not exist; give an .npz written by tools/generation/sample.py or '
-                              'tools/generation/make_reference_npz.py.')
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError) as error:
-        raise SampleFileError(f'{path} is not a readable .npz file ({error}).') from error
+    arrays, names = _read_npz(path, ('arr_0', 'arr_1'))
     if 'arr_0' not in arrays:
-        raise SampleFileError(f'{path} has no arr_0 (it holds {sorted(arrays) or "nothing"}); the ADM layout is '
+        raise SampleFileError(f'{path} has no arr_0 (it holds {names or "nothing"}); the ADM layout is '
                               'arr_0 = uint8 images N x H x W x 3 and optionally arr_1 = labels.')
     images = arrays['arr_0']
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3 or len(images) == 0:
@@ -39,6 +34,38 @@ def load_sample_npz(path: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
         raise SampleFileError(f'{path}: arr_1 must hold one integer label per image ({len(images)}), got '
                               f'{labels.dtype} {labels.shape}.')
     return images, None if labels is None else labels.astype(np.int64)
+
+
+def _read_npz(path: str, keys: Tuple[str, ...]) -> Tuple[Dict[str, np.ndarray], list]:
+    """The arrays ``keys`` that the ``.npz`` file ``path`` holds (only those are read) and the names of all its arrays,
+    or a one-line :class:`SampleFileError`."""
+    if not osp.isfile(path):
+        raise SampleFileError(f'{path} does not exist; give an .npz written by tools/generation/sample.py or '
+                              'tools/generation/make_reference_npz.py.')
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in keys if key in data.files}, sorted(data.files)
+    except (OSError, ValueError) as error:
+        raise SampleFileError(f'{path} is not a readable .npz file ({error}).') from error
+
+
+def load_reference_statistics(path: str) -> Dict[str, np.ndarray]:
+    """``mu`` (D,) / ``sigma`` (D, D), and ``mu_s`` / ``sigma_s`` when present, of an ADM reference file (float64)."""
+    arrays, names = _read_npz(path, ('mu', 'sigma', 'mu_s', 'sigma_s'))
+    if 'mu' not in arrays or 'sigma' not in arrays:
+        raise SampleFileError(f'{path} holds no mu / sigma (it holds {names or "nothing"}); an ADM reference '
+                              'batch such as VIRTUAL_imagenet256_labeled.npz stores its Inception statistics there '
+                              '(or use --ref-stats images to compute them from arr_0).')
+    stats = {}
+    for mu, sigma in (('mu', 'sigma'), ('mu_s', 'sigma_s')):
+        if mu not in arrays or sigma not in arrays:
+            continue
+        dims = arrays[mu].shape
+        if len(dims) != 1 or arrays[sigma].shape != dims * 2:
+            raise SampleFileError(f'{path}: {mu} must be (D,) and {sigma} (D, D), got {dims} and '
+                                  f'{arrays[sigma].shape}.')
+        stats.update({mu: arrays[mu].astype(np.float64), sigma: arrays[sigma].astype(np.float64)})
+    return stats
 
 
 def save_sample_npz(path: str, images: np.ndarray, labels: Optional[np.ndarray] = None) -> None:

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Collection, Dict, Iterable, Iterator, List, Optional
+from typing import Collection, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from torch import nn
 
@@ -85,30 +85,35 @@ def _best_prefix(keys: Collection[str], targets: Collection[str]) -> Optional[st
     return best
 
 
+def _listed(keys: Sequence[str], shown: int = 3) -> str:
+    return ', '.join(keys[:shown]) + (', ...' if len(keys) > shown else '')
+
+
 def likely_cause(model_keys: Collection[str], checkpoint_keys: Collection[str], missing: Collection[str],
-                 mismatched: Collection[str]) -> str:
-    """One sentence on why ``checkpoint_keys`` miss ``model_keys`` (``missing``: model keys the checkpoint lacks;
-    ``mismatched``: keys of other shapes), with the fix."""
+                 mismatched: Sequence[str]) -> Tuple[str, str]:
+    """Why ``checkpoint_keys`` miss ``model_keys`` (``missing``: model keys the checkpoint lacks; ``mismatched``: keys
+    of other shapes): ``(evidence, cause and fix)``, the evidence a line of keys (or ``''``), the cause one sentence."""
     prefix = _best_prefix(checkpoint_keys, model_keys)
     if prefix is not None:
-        return (f"Its keys carry the prefix '{prefix}.' (a whole model's or a wrapped model's checkpoint): load it "
-                f"with init_cfg=dict(type='Pretrained', checkpoint=..., prefix='{prefix}.') in the receiving module.")
+        return '', (f"Its keys carry the prefix '{prefix}.': load it with init_cfg=dict(type='Pretrained', "
+                    f"checkpoint=..., prefix='{prefix}.').")
     part = _best_prefix(model_keys, checkpoint_keys)
     if part is not None:
-        return (f"It holds only the '{part}' of this model (keys without '{part}.'): load it into model.{part} "
-                "with init_cfg=dict(type='Pretrained', checkpoint=...).")
+        return '', (f"It holds only the '{part}' of this model: load it into model.{part} with "
+                    "init_cfg=dict(type='Pretrained', checkpoint=...).")
     if len(mismatched) > len(missing):
-        return (f'{len(mismatched)} of its tensors have other shapes (e.g. {mismatched[0]}): a checkpoint of another '
-                'size of this model (arch, embed_dims, patch_size, num_classes).')
+        return (f'{len(mismatched)} of its tensors have other shapes: {_listed(mismatched)}',
+                'It is another size of this model (arch, embed_dims, patch_size, num_classes).')
     shared = len(set(checkpoint_keys) & set(model_keys))
-    examples = ', '.join(sorted(checkpoint_keys)[:2]) or 'none'
-    return (f'It shares {shared} of its {len(checkpoint_keys)} keys with the {len(model_keys)} of this model (its '
-            f'keys: {examples}, ...): a checkpoint of another model.')
+    return (f'its keys: {_listed(sorted(checkpoint_keys), 2) or "none"} ({shared} of its {len(checkpoint_keys)} are '
+            f'keys of this model)', 'It is a checkpoint of another model: use one of this model.')
 
 
 def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str], missing: Collection[str],
                               mismatched: Collection[str]) -> None:
-    """Raise :class:`CheckpointMismatchError` if the load left most of ``module``'s weights unloaded.
+    """Raise :class:`CheckpointMismatchError` if the load left most of ``module``'s weights unloaded. Its message lists
+    the keys (and the flag that accepts a partial load) on lines before its last, which says what the checkpoint is and
+    what to do.
 
     Args:
         module: the module the checkpoint was loaded into (unwrapped).
@@ -130,12 +135,12 @@ def check_checkpoint_coverage(module: nn.Module, checkpoint_keys: Collection[str
         return
     if total == 0:
         return
-    raise CheckpointMismatchError(
-        f'the checkpoint loads {len(weights) - len(unloaded)} of the {len(weights)} weights of '
-        f'{type(module).__name__} ({100 * loaded / total:.0f} % of its elements; not loaded: '
-        f'{", ".join(unloaded[:3])}{", ..." if len(unloaded) > 3 else ""}). '
-        f'{likely_cause(list(weights), list(checkpoint_keys), absent, mismatched)} '
-        f'To load it partly on purpose: {PARTIAL_LOAD_FLAG}.')
+    evidence, cause = likely_cause(list(weights), list(checkpoint_keys), absent, mismatched)
+    lines = [f'not loaded: {_listed(unloaded)} ({100 * (total - loaded) / total:.0f} % of the elements)', evidence,
+             f'(to load it partly on purpose: {PARTIAL_LOAD_FLAG})',
+             f'the checkpoint loads {len(weights) - len(unloaded)} of the {len(weights)} weights of '
+             f'{type(module).__name__}. {cause}']
+    raise CheckpointMismatchError('\n'.join(line for line in lines if line))
 
 
 def _check_every_part_loads(module: nn.Module, weights: Dict[str, int], unloaded: Collection[str]) -> None:
@@ -146,9 +151,9 @@ def _check_every_part_loads(module: nn.Module, weights: Dict[str, int], unloaded
     if not empty:
         return
     loaded_parts = [part for part in parts if missed[part] < parts[part]]
+    not_loaded = [key for key in weights if key.split('.', 1)[0] in empty]
     raise CheckpointMismatchError(
-        f'the checkpoint loads none of the weights of {type(module).__name__}.{" / ".join(empty)} (e.g. '
-        f'{next(key for key in weights if key.startswith(empty[0] + "."))}), only of {", ".join(loaded_parts)}: '
-        f'evaluating it would use {"that part" if len(empty) == 1 else "those parts"} as randomly initialised. '
-        f'It is likely a pre-trained or converted file of a part (a backbone), not the trained '
-        f'{type(module).__name__}: evaluate that model\'s checkpoint, or load it anyway with {PARTIAL_LOAD_FLAG}.')
+        f'not loaded: {_listed(not_loaded)}; loaded: only {", ".join(loaded_parts)}\n'
+        f'the checkpoint loads none of the weights of {type(module).__name__}.{" / ".join(empty)}: evaluating would '
+        f'use {"it" if len(empty) == 1 else "them"} as randomly initialised. It is likely a backbone\'s file: evaluate '
+        f'the trained {type(module).__name__}\'s checkpoint, or load it anyway with {PARTIAL_LOAD_FLAG}.')

@@ -1,9 +1,10 @@
 """What ``tools/train.py`` and ``tools/test.py`` share: common options, config merging, clear errors.
 
 Errors that come from the user's config, data or checkpoint (:class:`~mmcausal.utils.errors.UserInputError`
-and the few library errors listed in :data:`LIBRARY_USER_ERRORS`) end the program with one line
-``<ErrorType>: <what to change>`` and exit status 1; ``--debug`` (or ``MMCAUSAL_DEBUG=1``) shows the full
-traceback instead. Any other exception is a bug and keeps its traceback.
+and the few library errors listed in :data:`LIBRARY_USER_ERRORS`) end the program with one short last line
+``<ErrorType>: <what to change>`` (details such as key lists on the lines above it, :func:`report_lines`) and exit
+status 1; ``--debug`` (or ``MMCAUSAL_DEBUG=1``) shows the full traceback instead. Any other exception is a bug and
+keeps its traceback.
 """
 import argparse
 import ast
@@ -12,10 +13,10 @@ import linecache
 import os
 import os.path as osp
 import re
+import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Type
 
-import cv2
 from mmengine.config import Config, DictAction
 
 from .checkpoint_coverage import PARTIAL_LOAD_FLAG, CheckpointMismatchError
@@ -49,12 +50,6 @@ LIBRARY_USER_ERRORS: Sequence[Tuple[Type[BaseException], 're.Pattern[str]', Type
      'the image folder has {0} class subfolders but metainfo.classes names {1} classes. Make them agree.'),
     (RuntimeError, re.compile(r'Found 0 files in subfolders of: (.+?)\. Supported extensions are: (\S+)'),
      DatasetFormatError, 'no image files in the class subfolders of {0} (extensions {1}).'),
-    (cv2.error, re.compile(r'!buf\.empty\(\) in function .imdecode'), DatasetFormatError,
-     'an image of the dataset is an empty file; run with num_workers=0 (--cfg-options '
-     'train_dataloader.num_workers=0) to have its name, then replace it.'),
-    (OSError, re.compile(r'image file is truncated|cannot identify image file'), DatasetFormatError,
-     'an image or segmentation map of the dataset is truncated, empty or not an image; run with num_workers=0 '
-     '(--cfg-options train_dataloader.num_workers=0) to have its name, then replace it.'),
     (ValueError, re.compile(r'persistent_workers option needs num_workers > 0'), ConfigError,
      'a dataloader has persistent_workers=True but num_workers=0; set persistent_workers=False or num_workers '
      '> 0.'),
@@ -175,11 +170,11 @@ def check_pretrained_paths(cfg: Config) -> None:
     for key, path in paths:
         if '://' not in path and not (is_checkpoint(path) if key == 'load_from' else osp.isfile(path)):
             whole_model = '' if key == 'load_from' else (
-                ', or fine-tune a whole trained model with --cfg-options load_from=PATH (its weights replace this '
-                'init, which is then skipped)')
+                '(or fine-tune a whole trained model with --cfg-options load_from=PATH: its weights replace this init, '
+                'which is then skipped)\n')
             raise PretrainedNotFoundError(
-                f'{key} = {path!r} does not exist. Produce it first (pre-training run or a converter in '
-                f'tools/model_converters/) or point to it with --cfg-options {key}=PATH{whole_model}.')
+                f'{whole_model}{key} = {path!r} does not exist. Produce it (a pre-training run, '
+                f'tools/model_converters/) or point to it: --cfg-options {key}=PATH.')
 
 
 def _is_missing_pretrained(node: Any) -> bool:
@@ -278,9 +273,7 @@ def _library_user_error(error: BaseException) -> Optional[UserInputError]:
     found = empty_dataset_error(error) or sample_loading_error(error) or unknown_layer_type_error(error)
     if found is not None:
         return found
-    message = error.args[0] if error.args and isinstance(error.args[0], str) else ''
-    if 'in DataLoader worker' in message:  # torch re-raised it with the worker's traceback: match its last line
-        message = [line for line in message.splitlines() if line.strip()][-1]
+    message = _original_message(error.args[0], type(error)) if error.args and isinstance(error.args[0], str) else ''
     for error_type, pattern, user_error, explanation in LIBRARY_USER_ERRORS:
         match = pattern.search(message) if isinstance(error, error_type) else None
         if match:
@@ -313,23 +306,70 @@ def find_user_error(error: BaseException) -> Optional[BaseException]:
     return found
 
 
-def one_line(error: BaseException) -> str:
-    """``'<ErrorType>: <message>'`` on one line.
+#: The longest last line of a user error's report (``<ErrorType>: <what to change>``); the rest goes on lines above it.
+LAST_LINE_LIMIT = 160
+#: Where a message's last line may be folded: after a '.' or ';' that ends a sentence or clause (not 'e.g.', 'i.e.')
+_CLAUSE_END = re.compile(r'(?<!\be\.g)(?<!\bi\.e)[.;](?=\s)')
 
-    An error re-raised from a DataLoader worker carries the worker's traceback text in its message; only
-    its last line (the original ``<ErrorType>: <message>``) is kept.
+
+def _original_message(text: str, error_type: type) -> str:
+    """``text``, the message of an ``error_type``; for one re-raised from a DataLoader worker (the worker's traceback
+    text), the original message: what follows ``[module.]<ErrorType>: `` on the last line that starts with it."""
+    if 'Original Traceback' not in text:
+        return text
+    lines = text.splitlines()
+    start = re.compile(rf'^(?:[\w.]+\.)?{re.escape(error_type.__name__)}: ')
+    first = max((i for i, line in enumerate(lines) if start.match(line)), default=None)
+    if first is None:  # re-raised under another type: the last line is the original's
+        return [line for line in lines if line.strip()][-1]
+    return '\n'.join([start.sub('', lines[first])] + lines[first + 1:])
+
+
+def _clauses(text: str) -> List[str]:
+    """``text`` cut after each '.' or ';' that ends a sentence or clause outside brackets."""
+    clauses, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth = depth + 1 if char in '([{' else max(depth - 1, 0) if char in ')]}' else depth
+        if depth == 0 and _CLAUSE_END.match(text, i):
+            clauses.append(text[start:i + 1].strip())
+            start = i + 1
+    return [clause for clause in clauses + [text[start:].strip()] if clause]
+
+
+def report_lines(error: BaseException) -> List[str]:
+    """The report of the user error ``error``: detail lines, then ``'<ErrorType>: <what to change>'``.
+
+    The lines of its message before the last are details (key or file lists). A last line longer than
+    :data:`LAST_LINE_LIMIT` moves its leading sentences (or clauses ending in ';') to the details until the rest fits:
+    a message ends with what to change, which stays on the last line.
     """
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if len(lines) > 1 and any(line.startswith('Original Traceback') for line in lines):
-        last = lines[-1]
-        prefix = f'{type(error).__name__}: '
-        lines = [last[len(prefix):] if last.startswith(prefix) else last]
-    return f'{type(error).__name__}: {" ".join(" ".join(lines).split())}'
+    prefix = f'{type(error).__name__}: '
+    lines = [' '.join(line.split()) for line in _original_message(str(error), type(error)).splitlines()]
+    lines = [line for line in lines if line] or ['']
+    details, last = lines[:-1], _clauses(lines[-1]) or ['']
+    while len(last) > 1 and len(prefix) + len(' '.join(last)) > LAST_LINE_LIMIT:
+        details.append(last.pop(0))
+    return details + [prefix + ' '.join(last)]
+
+
+def one_line(error: BaseException) -> str:
+    """The last line of :func:`report_lines`: ``'<ErrorType>: <what to change>'``."""
+    return report_lines(error)[-1]
+
+
+class UserInputExit(SystemExit):
+    """The exit of a tool on a user-input error: its ``code`` is the report's last line, ``details`` the lines that
+    were printed to stderr above it (:func:`report_lines`)."""
+
+    def __init__(self, report: Sequence[str]) -> None:
+        super().__init__(report[-1])
+        self.details = list(report[:-1])
 
 
 @contextmanager
 def user_errors_end_in_one_line(debug: Optional[bool] = None) -> Iterator[None]:
-    """Turn a user-input error raised inside the block into ``SystemExit(one line)`` (exit status 1).
+    """Turn a user-input error raised inside the block into :class:`UserInputExit` (exit status 1): its details go
+    to stderr, then the interpreter prints its last line, which says what to change (:func:`report_lines`).
 
     Other exceptions propagate unchanged, with their traceback. ``debug`` (default: ``$MMCAUSAL_DEBUG``,
     which ``--debug`` sets) lets user errors propagate too.
@@ -341,7 +381,10 @@ def user_errors_end_in_one_line(debug: Optional[bool] = None) -> Iterator[None]:
         user_error = None if debug else find_user_error(error)
         if user_error is None:
             raise
-        raise SystemExit(one_line(user_error)) from None
+        exit_ = UserInputExit(report_lines(user_error))
+        if exit_.details:
+            print('\n'.join(exit_.details), file=sys.stderr, flush=True)
+        raise exit_ from None
 
 
 class WorkDirError(UserInputError, OSError):

@@ -9,6 +9,7 @@ annotation files complete, classification labels in range, every segmentation im
 size, read from the file headers), and after building it :func:`check_built_datasets` (no empty dataset, every
 COCO class name known).
 """
+import errno
 import importlib
 import json
 import os
@@ -311,15 +312,22 @@ def _sample_file(transform: Any, results: dict) -> Tuple[str, str]:
     return 'image', results.get('img_path', '?')
 
 
-def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
-    """The :class:`DatasetFormatError` behind ``error`` if it is a file error (``OSError``: a missing file, or
-    one that is empty, truncated or not an image; ``cv2.error``: OpenCV's decoder given an empty file) raised while a
-    data transform loaded a sample in this process (``num_workers=0``), else ``None``. The file is found from the
-    transform's frame in the traceback; a worker process re-raises only the message (see ``LIBRARY_USER_ERRORS`` in
-    :mod:`mmcausal.utils.cli`)."""
+def _is_file_content_error(error: BaseException) -> bool:
+    """Whether ``error`` is what reading a sample's file raises when the file is missing, empty, truncated or not an
+    image (not a system error such as too many open files, nor OpenCV refusing an operation on a decoded image)."""
     import cv2
+    if isinstance(error, cv2.error):
+        return 'imdecode' in str(error)
+    return isinstance(error, OSError) and (error.errno is None or error.errno == errno.ENOENT)
+
+
+def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
+    """The :class:`DatasetFormatError` naming the file behind ``error`` if it is a file error (a missing file, or one
+    that is empty, truncated or not an image) raised while a data transform loaded a sample, else ``None``. The file
+    is found from the innermost transform's frame in the traceback; in a DataLoader worker, whose re-raise keeps only
+    the message, :mod:`mmcausal.compat` converts it there (``patch_transform_file_errors``)."""
     from mmcv.transforms import BaseTransform
-    trace, loading = (error.__traceback__ if isinstance(error, (OSError, cv2.error)) else None), None
+    trace, loading = (error.__traceback__ if _is_file_content_error(error) else None), None
     while trace is not None:
         local = trace.tb_frame.f_locals
         if isinstance(local.get('self'), BaseTransform) and isinstance(local.get('results'), dict):
@@ -333,5 +341,5 @@ def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
         return DatasetFormatError(f'the dataset names a file that does not exist: {missing}. Fix the annotations or '
                                   'add the file.')
     state = ('is empty' if osp.getsize(path) == 0 else 'is truncated' if 'truncated' in str(error)
-             else f'could not be decoded ({error})')
+             else f'could not be decoded ({" ".join(str(error).split())})')
     return DatasetFormatError(f'{what} {path} {state}. Replace it or drop it from the annotations.')

@@ -8,5 +8,6 @@ one-line message instead of a traceback; anything else is a bug and keeps its tr
 class UserInputError(Exception):
     """An error the user fixes by changing a config, a file or a command-line argument.
 
-    Its message must say what to change.
+    Its message must say what to change, at its end: the tools print its last line as ``<ErrorType>: <line>``, and
+    lines before it (key or file lists) above that one.
     """

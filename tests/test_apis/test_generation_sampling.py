@@ -1,6 +1,6 @@
-"""tools/generation/sample.py (issue 31 §4): N samples as PNGs and the ADM npz, balanced labels, the same files
-whatever the batch size or the number of processes, resumable, the config's sampling preset overridable; or one
-labelled grid, a row per class."""
+"""tools/generation/sample.py: N samples as PNGs and the ADM npz, balanced or uniformly random labels
+(the official sample_ddp.py rule), the same files whatever the batch size or the number of processes, resumable, the
+config's sampling preset overridable; or one labelled grid, a row per class."""
 
 import sys
 
@@ -12,9 +12,10 @@ from PIL import Image
 
 from analysis_utils import load_tool
 from mmcausal.analysis.inputs import build_model
-from mmcausal.apis.generation import balanced_labels, png_path, sample_to_folder
+from mmcausal.apis.generation import balanced_labels, png_path, sample_labels, sample_to_folder
 from mmcausal.registry import MODELS
 from mmcausal.utils.cli import read_config
+from mmcausal.utils.errors import UserInputError
 from zygote import run_python
 
 pytestmark = pytest.mark.usefixtures('single_thread')
@@ -51,12 +52,27 @@ def _run(trained, out, *options):
 def test_balanced_labels():
     assert balanced_labels(7, 3).tolist() == [0, 1, 2, 0, 1, 2, 0]
     assert np.ptp(np.bincount(balanced_labels(1000, 7))) <= 1
+    assert sample_labels(7, 3, 'balanced', seed=4).tolist() == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_random_labels_are_uniform_and_a_function_of_the_seed_and_the_index_only():
+    labels = sample_labels(100_000, 10, 'random', seed=3)
+    assert labels.dtype == np.int64 and labels.min() == 0 and labels.max() == 9
+    counts = np.bincount(labels, minlength=10)
+    assert np.abs(counts - 10_000).max() < 400  # 4 standard deviations of a uniform draw
+    assert np.ptp(counts) > 20  # not balanced
+    assert np.array_equal(sample_labels(100_000, 10, 'random', seed=3), labels)
+    for size in (1, 7, 1000):  # label i does not depend on how many samples there are
+        assert np.array_equal(sample_labels(size, 10, 'random', seed=3), labels[:size])
+    assert (sample_labels(1000, 10, 'random', seed=4) != labels[:1000]).mean() > 0.8
+    with pytest.raises(UserInputError, match="label rule 'uniform'"):
+        sample_labels(7, 3, 'uniform')
 
 
 def test_sample_writes_pngs_and_the_adm_npz_independent_of_batch_size(trained, tmp_path):
     images, labels = _run(trained, tmp_path / 'b4', '--batch-size', '4')
     assert images.shape == (7, 8, 8, 3) and images.dtype == np.uint8
-    assert labels.tolist() == balanced_labels(7, 3).tolist()
+    assert labels.tolist() == balanced_labels(7, 3).tolist()  # the default of a test_cfg without label_rule
     assert np.array_equal(np.asarray(Image.open(png_path(str(tmp_path / 'b4'), 6))), images[6])
     images_b1, _ = _run(trained, tmp_path / 'b1', '--batch-size', '1')
     assert np.abs(images_b1.astype(int) - images).max() <= 1  # batched float reductions
@@ -69,12 +85,35 @@ def test_processes_share_the_samples_and_a_rerun_finishes_a_partial_folder(train
     whole, _ = _run(trained, tmp_path / 'one', '--batch-size', '3')
     model = build_model(read_config(str(trained / 'config.py')), str(trained / 'iter_1.pth'))
     out = tmp_path / 'two'
-    written = [sample_to_folder(model, str(out), 7, 3, batch_size=2, rank=rank, world_size=2) for rank in (0, 1)]
+    labels = balanced_labels(7, 3)
+    written = [sample_to_folder(model, str(out), labels, batch_size=2, rank=rank, world_size=2) for rank in (0, 1)]
     assert written == [[0, 2, 4, 6], [1, 3, 5]]
     png_path(str(out), 3).unlink()  # interrupted before sample 3 was written
     images, _ = _run(trained, out)
     assert np.abs(images.astype(int) - whole).max() <= 1
-    assert sample_to_folder(model, str(out), 7, 3) == []  # nothing left to do
+    assert sample_to_folder(model, str(out), labels) == []  # nothing left to do
+
+
+def test_random_labels_and_their_samples_do_not_depend_on_batch_size_or_processes(trained, tmp_path):
+    """``--label-rule random`` (the ImageNet presets' rule): sample i's label is draw i of the seed's label stream
+    and its image is the model's sample for that label, with one process and any batch size or with two."""
+    images, labels = _run(trained, tmp_path / 'b4', '--batch-size', '4', '--label-rule', 'random')
+    assert labels.tolist() == sample_labels(7, 3, 'random', seed=5).tolist() != balanced_labels(7, 3).tolist()
+    images_b1, labels_b1 = _run(trained, tmp_path / 'b1', '--batch-size', '1', '--label-rule', 'random')
+    assert labels_b1.tolist() == labels.tolist() and np.abs(images_b1.astype(int) - images).max() <= 1
+    cfg = read_config(str(trained / 'config.py'))
+    cfg.merge_from_dict({'model.test_cfg.label_rule': 'random'})
+    model = build_model(cfg, str(trained / 'iter_1.pth'))
+    for rank in (0, 1):
+        sample_to_folder(model, str(tmp_path / 'two'), labels, batch_size=3, rank=rank, world_size=2)
+    for index in range(7):
+        two = np.asarray(Image.open(png_path(str(tmp_path / 'two'), index)))
+        assert np.abs(two.astype(int) - images[index]).max() <= 1
+        (sample, ) = model.eval().predict(None, [DataSample(metainfo=dict(sample_idx=index)).set_gt_label(
+            int(labels[index]))])
+        assert np.abs(sample.pred_img.permute(1, 2, 0).numpy().astype(int) - images[index]).max() <= 1
+    _, other_seed = _run(trained, tmp_path / 'seed', '--label-rule', 'random', '--seed', '6')
+    assert other_seed.tolist() == sample_labels(7, 3, 'random', seed=6).tolist() != labels.tolist()
 
 
 def test_cfg_channels_must_be_an_int_or_all(trained, tmp_path):
@@ -122,6 +161,7 @@ def test_grid_rows_are_the_samples_of_their_label_named_on_the_left(trained, tmp
     (['--grid', '--out', 'grid.png', '--labels', '1', '3'], r'--labels must be classes 0 to 2 of this model, got \[3'),
     (['--grid', '--out', 'grid.png', '--samples-per-label', '0'], '--samples-per-label must be >= 1'),
     (['--num-samples', '2', '--out', 'folder', '--labels', '1'], '--labels sets the rows of a grid'),
+    (['--grid', '--out', 'grid.png', '--label-rule', 'random'], '--label-rule sets the labels of --num-samples'),
 ])
 def test_grid_options_that_cannot_work_end_in_one_line(trained, tmp_path, options, message):
     options = [str(tmp_path / option) if option in ('folder', 'grid.png') else option for option in options]

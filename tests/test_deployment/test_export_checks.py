@@ -3,16 +3,11 @@ refused in one line (found by ONNX Runtime against PyTorch at other sizes, namin
 one that holds everywhere is written with standard ops and dynamic axes."""
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from mmcausal.deployment import (
-    ExportError,
-    TensorOutputs,
-    export_onnx,
-    non_standard_ops,
-    onnxruntime_outputs,
-    size_divisor,
-)
+from mmcausal.deployment import ExportError, TensorOutputs, export_onnx, non_standard_ops, onnxruntime_outputs
+from mmcausal.models.layers import build_patch_embed
 
 pytest.importorskip('onnxruntime')
 
@@ -42,7 +37,19 @@ class DoublesWhenWide(PatchMean):
 
     def forward(self, images):
         out = super().forward(images)
-        return out * 2 if images.shape[-1] > 12 else out
+        return out * 2 if images.shape[-1] > 15 else out
+
+
+class PaddedPatchMean(nn.Module):
+    """The backbones' patch embedding (4 px patches, zero padding to whole patches) and the mean over the grid:
+    ``(B, 3, H, W) -> (B, 8)`` counting the padded patches, any side."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = build_patch_embed(3, 8, 4)
+
+    def forward(self, images):
+        return self.embed(images)[0].mean(1)
 
 
 def _module(cls):
@@ -52,7 +59,6 @@ def _module(cls):
 
 def test_graph_that_holds_at_every_size_exports_with_dynamic_axes(tmp_path):
     module = _module(PatchMean)
-    assert size_divisor(module) == 4
     exported = export_onnx(module, str(tmp_path / 'mean.onnx'), (1, 3, 16, 16), 'all', optimize=False)
     assert exported.input_shape == (None, 3, None, None) and exported.opset == 20
     assert non_standard_ops(exported.path) == []
@@ -62,7 +68,7 @@ def test_graph_that_holds_at_every_size_exports_with_dynamic_axes(tmp_path):
 
 def test_equality_on_the_image_size_is_refused_naming_the_condition(tmp_path):
     path = tmp_path / 'eq.onnx'
-    with pytest.raises(ExportError, match=r'at input shape \(3, 3, 20, 24\) .*traced it under the condition .*== 256.*'
+    with pytest.raises(ExportError, match=r'at input shape \(3, 3, 23, 29\) .*traced it under the condition .*== 256.*'
                                           '--dynamic batch'):
         export_onnx(_module(DoublesAtTracedArea), str(path), (1, 3, 16, 16), 'all', optimize=False)
     assert not path.exists()  # no file that is wrong at other sizes
@@ -72,10 +78,18 @@ def test_equality_on_the_image_size_is_refused_naming_the_condition(tmp_path):
 
 
 def test_range_branch_is_found_by_comparing_with_pytorch(tmp_path):
-    with pytest.raises(ExportError, match=r'does not reproduce PyTorch at input shape \(1, 3, 8, 12\)'):
+    with pytest.raises(ExportError, match=r'does not reproduce PyTorch at input shape \(1, 3, 9, 15\)'):
         export_onnx(_module(DoublesWhenWide), str(tmp_path / 'range.onnx'), (1, 3, 16, 16), 'all', optimize=False)
 
 
-def test_image_size_that_is_not_a_multiple_of_the_downsampling_is_refused(tmp_path):
-    with pytest.raises(ExportError, match='multiples of 4'):
-        export_onnx(_module(PatchMean), str(tmp_path / 'odd.onnx'), (1, 3, 18, 16), 'all')
+def test_patch_padding_exports_for_sides_that_are_no_multiple_of_the_patch(tmp_path):
+    """Traced at a multiple of the patch (no padding needed there), the graph still pads other sides: the padding
+    amounts are expressions of the input's size, not a branch taken at the traced size."""
+    module = _module(PaddedPatchMean)
+    exported = export_onnx(module, str(tmp_path / 'padded.onnx'), (1, 3, 16, 16), 'all', optimize=False)
+    for shape in [(1, 3, 18, 13), (2, 3, 5, 31)]:
+        images = torch.randn(*shape)
+        (actual, ) = onnxruntime_outputs(exported.path, images)
+        grid = (-(-shape[2] // 4), -(-shape[3] // 4))
+        expected = module.model.embed.projection(F.pad(images, (0, 4 * grid[1] - shape[3], 0, 4 * grid[0] - shape[2])))
+        torch.testing.assert_close(actual, expected.flatten(2).mean(2), rtol=1e-5, atol=1e-6)

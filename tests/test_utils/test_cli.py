@@ -17,7 +17,14 @@ from PIL import Image
 
 from mmcausal.models.backbones.base import BackboneConfigError, ImageBatchError
 from mmcausal.utils import DatasetNotFoundError, check_dataset_paths
-from mmcausal.utils.cli import ConfigError, find_user_error, one_line, user_errors_end_in_one_line
+from mmcausal.utils.cli import (
+    LAST_LINE_LIMIT,
+    ConfigError,
+    find_user_error,
+    one_line,
+    report_lines,
+    user_errors_end_in_one_line,
+)
 from mmcausal.utils.dataset_check import DatasetFormatError
 from mmcausal.utils.errors import UserInputError
 from zygote import run_python
@@ -165,6 +172,15 @@ def _with_checkpoint(state: Callable[[], dict], *options: str) -> Callable[[Path
     return prepare
 
 
+def _then(change: Callable[[Path], object],
+          prepare: Callable[[Path, Path], List[str]]) -> Callable[[Path, Path], List[str]]:
+    """A case that damages the data with ``change(root)``, then prepares as ``prepare``."""
+    def both(root: Path, work: Path) -> List[str]:
+        change(root)
+        return prepare(root, work)
+    return both
+
+
 PRETRAINED_BACKBONE = ('model.backbone.init_cfg.type=Pretrained', 'model.backbone.init_cfg.checkpoint={ckpt}')
 
 
@@ -240,6 +256,23 @@ CATALOGUE = [
      r'optim_wrapper\.optimizer'),
     ('work-dir-is-a-file', 'train', CLS, 'imagenet', _work_dir_is_a_file, 1,
      r'WorkDirError: the work dir .*work. cannot be a directory: it is a file'),
+    # --- a Runner loop without some of its parts ---
+    ('test-without-test-dataloader', 'test', CLS, 'imagenet', _checkpoint(lambda: _saved({}), 'test_dataloader=None'),
+     1, r'ConfigError: the test loop needs test_dataloader, which is None\. Set it in the config \(test_dataloader = '
+     r'val_dataloader\)\.'),
+    ('seg-test-without-test-loop', 'test', SEG, 'ade20k',
+     _checkpoint(lambda: _saved({}), 'test_dataloader=None', 'test_cfg=None', 'test_evaluator=None'), 1,
+     r'ConfigError: the test loop needs test_dataloader, test_cfg and test_evaluator, which are None\. Set them in the '
+     r"config \(test_dataloader = val_dataloader; test_cfg = dict\(type='TestLoop'\); test_evaluator = "
+     r'val_evaluator\)\.'),
+    ('det-test-without-test-evaluator', 'test', DET, 'coco', _checkpoint(lambda: _saved({}), 'test_evaluator=None'), 1,
+     r'ConfigError: the test loop needs test_evaluator, which is None\. Set it in the config \(test_evaluator = '
+     r'val_evaluator\)\.'),
+    ('train-without-val-dataloader', 'train', CLS, 'imagenet', _options('val_dataloader=None'), 1,
+     r'ConfigError: the validation loop needs val_dataloader, which is None\. Set it in the config \(val_dataloader = '
+     r'test_dataloader\), or val_cfg and val_evaluator to None to run without it\.'),
+    ('seg-train-without-train-cfg', 'train', SEG, 'ade20k', _options('train_cfg=None'), 1,
+     r'ConfigError: the training loop needs train_cfg, which is None\. Set it in the config\.'),
     # --- checkpoints ---
     ('resume-missing', 'train', CLS, 'imagenet', _options('--resume', '{work}/missing.pth'), 2,
      'checkpoint to resume from not found'),
@@ -255,28 +288,33 @@ CATALOGUE = [
     ('pretrained-missing', 'train', VL_CLS, 'imagenet',
      _options('model.backbone.init_cfg._delete_=True', 'model.backbone.init_cfg.type=Pretrained',
               'model.backbone.init_cfg.checkpoint={work}/mae.pth', 'model.backbone.init_cfg.prefix=backbone.'), 1,
-     r'PretrainedNotFoundError: model\.backbone\.init_cfg\.checkpoint = .*mae\.pth. does not exist'),
+     r'PretrainedNotFoundError: \(or fine-tune a whole trained model with --cfg-options load_from=PATH: .*\) '
+     r'model\.backbone\.init_cfg\.checkpoint = .*mae\.pth. does not exist'),
     ('test-checkpoint-of-another-model', 'test', CLS, 'imagenet',
      _checkpoint(lambda: _saved({'state_dict': {'conv.weight': torch.zeros(8, 3, 3, 3)}})), 1,
-     r'CheckpointMismatchError: the checkpoint loads 0 of the \d+ weights of ImageClassifier .*a checkpoint of '
-     r'another model\. To load it partly on purpose: --allow-partial-load'),
+     r'CheckpointMismatchError: not loaded: .* \(to load it partly on purpose: --allow-partial-load\) the checkpoint '
+     r'loads 0 of the \d+ weights of ImageClassifier\. It is a checkpoint of another model: use one of this model\.'),
     ('test-checkpoint-of-another-family', 'test', CLS, 'imagenet',
      _checkpoint(lambda: _saved({'state_dict': _model_state('configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py')})),
-     1, r'CheckpointMismatchError: the checkpoint loads \d+ of the \d+ weights of ImageClassifier .*another model'),
+     1, r'CheckpointMismatchError: not loaded: backbone\..* its keys: .* \(to load it partly on purpose: '
+     r'--allow-partial-load\) the checkpoint loads \d+ of the \d+ weights of ImageClassifier\. It is a checkpoint of '
+     r'another model: use one of this model\.'),
     ('test-backbone-only-checkpoint', 'test', SEG, 'ade20k',
      _checkpoint(lambda: _saved({'state_dict': _model_state(SEG, 'backbone')})), 1,
-     r"CheckpointMismatchError: .*weights of EncoderDecoder .*only the 'backbone' of this model"),
+     r"CheckpointMismatchError: .*weights of EncoderDecoder\. It holds only the 'backbone' of this model: load it "
+     r"into model\.backbone with init_cfg=dict\(type='Pretrained', checkpoint=\.\.\.\)\."),
     ('test-classifier-without-its-head', 'test', CLS, 'imagenet',
      _checkpoint(lambda: _saved({'state_dict': {key: value for key, value in _model_state(CLS).items()
                                                if not key.startswith('head.')}})), 1,
-     r'CheckpointMismatchError: the checkpoint loads none of the weights of ImageClassifier\.head \(e\.g\. head\.'
-     r'.*only of backbone: evaluating it would use that part as randomly initialised.*--allow-partial-load'),
+     r'CheckpointMismatchError: not loaded: head\..*; loaded: only backbone the checkpoint loads none of the weights '
+     r'of ImageClassifier\.head: evaluating would use it as randomly initialised.*--allow-partial-load'),
     ('load-from-another-family', 'train', DET, 'coco', _with_checkpoint(lambda: _model_state(CLS), 'load_from={ckpt}'),
-     1, r'CheckpointMismatchError: the checkpoint loads \d+ of the \d+ weights of MaskRCNN .*a checkpoint of another '
-     'model'),
+     1, r'CheckpointMismatchError: .*the checkpoint loads \d+ of the \d+ weights of MaskRCNN\. It is a checkpoint of '
+     'another model'),
     ('pretrained-whole-model-into-backbone', 'train', CLS, 'imagenet',
      _with_checkpoint(lambda: _model_state(CLS), *PRETRAINED_BACKBONE), 1,
-     r"CheckpointMismatchError: .*weights of ILLaMA .*prefix 'backbone\.'.*prefix='backbone\.'"),
+     r"CheckpointMismatchError: .*weights of ILLaMA\. Its keys carry the prefix 'backbone\.': load it with "
+     r"init_cfg=dict\(type='Pretrained', checkpoint=\.\.\., prefix='backbone\.'\)\."),
     ('pretrained-prefix-of-nothing', 'train', CLS, 'imagenet',
      _with_checkpoint(lambda: _model_state(CLS, 'backbone'), *PRETRAINED_BACKBONE,
                       'model.backbone.init_cfg.prefix=backbone.'), 1,
@@ -309,7 +347,11 @@ CATALOGUE = [
      r'DatasetFormatError: the dataset names a file that does not exist: .*\.JPEG'),
     ('cls-empty-image', 'train', CLS, 'imagenet',
      _edits(lambda root: _first(root / 'train', '*.JPEG').write_bytes(b'')), 1,
-     'DatasetFormatError: an image of the dataset is an empty file; run with num_workers=0'),
+     r'DatasetFormatError: image .*\.JPEG is empty\. Replace it or drop it from the annotations\.'),
+    ('test-empty-image', 'test', CLS, 'imagenet',
+     _then(lambda root: _first(root / 'val', '*.JPEG').write_bytes(b''),
+           _checkpoint(lambda: _saved({'state_dict': _model_state(CLS)}), 'test_dataloader.num_workers=1')), 1,
+     r'DatasetFormatError: image .*/val/.*\.JPEG is empty\. Replace it or drop it from the annotations\.'),
     ('cls-empty-image-in-process', 'train', CLS, 'imagenet',
      _edits(lambda root: _first(root / 'train', '*.JPEG').write_bytes(b''), 'train_dataloader.num_workers=0',
             'train_dataloader.persistent_workers=False'), 1, r'DatasetFormatError: image .*\.JPEG is empty'),
@@ -341,6 +383,10 @@ CATALOGUE = [
                           for path in (root / 'annotations/training').glob('*.png')],
             'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False'), 1,
      r'DatasetFormatError: segmentation map .*\.png is truncated'),
+    ('seg-truncated-map', 'train', SEG, 'ade20k',
+     _edits(lambda root: [path.write_bytes(path.read_bytes()[:120])
+                          for path in (root / 'annotations/training').glob('*.png')]), 1,
+     r'DatasetFormatError: segmentation map .*\.png is truncated\. Replace it'),
     ('seg-empty-image-folder', 'train', SEG, 'ade20k',
      _edits(lambda root: [path.unlink() for path in (root / 'images/training').glob('*.jpg')]), 1,
      r'DatasetFormatError: BaseSegDataset .* has no samples'),
@@ -394,15 +440,15 @@ def _assert_resume_unspoilt(work: Path) -> None:
 
 #: Cases that only fail once training has started (the first batch): end-to-end.
 TRAINING_CASES = ('cls-corrupt-image', 'cls-image-missing', 'seg-label-out-of-range', 'cls-image-missing-in-process',
-                  'seg-truncated-map-in-process', 'cls-empty-image', 'cls-empty-image-in-process')
+                  'seg-truncated-map-in-process', 'cls-empty-image', 'cls-empty-image-in-process', 'seg-truncated-map')
 
 
 @pytest.mark.parametrize('case', [
     pytest.param(case, id=case[0], marks=[pytest.mark.e2e] if case[0] in TRAINING_CASES else [])
     for case in CATALOGUE])
 def test_bad_input_ends_in_one_line(case, tools, tmp_path, capsys, single_thread):
-    """Each bad input ends the tool with one line that says what to change, the right exit status, and a work
-    dir that a later ``--resume`` can use."""
+    """Each bad input ends the tool with one short last line that says what to change (its details, such as key
+    lists, on the lines above it), the right exit status, and a work dir that a later ``--resume`` can use."""
     argv = _argv(case, tmp_path)
     with pytest.raises(SystemExit) as exit_info:
         tools[case[1]].main(argv)
@@ -410,9 +456,13 @@ def test_bad_input_ends_in_one_line(case, tools, tmp_path, capsys, single_thread
     stderr = capsys.readouterr().err
     # SystemExit(str) is printed to stderr by the interpreter with exit status 1; argparse prints and exits 2.
     status, last = (1, code) if isinstance(code, str) else (code, [ln for ln in stderr.splitlines() if ln.strip()][-1])
+    details = getattr(exit_info.value, 'details', [])
     assert status == case[5], (status, last)
-    assert re.search(case[6], last), last
-    assert '\n' not in last and 'Traceback' not in last and 'Traceback' not in stderr
+    error_type, _, rest = last.partition(': ')
+    assert re.search(case[6], f'{error_type}: {" ".join([*details, rest])}'), [*details, last]
+    assert '\n' not in last and len(last) <= LAST_LINE_LIMIT, last
+    assert 'Traceback' not in last and 'Traceback' not in stderr
+    assert stderr.rstrip().endswith('\n'.join(details))  # printed above the last line
     _assert_resume_unspoilt(tmp_path / 'work')
 
 
@@ -489,10 +539,29 @@ def test_debug_lets_the_user_error_through():
             raise BackboneConfigError('Unknown arch')
 
 
-def test_worker_reraise_is_reduced_to_its_last_line():
+def test_worker_reraise_is_reduced_to_the_original_message():
+    """torch re-raises a worker's error with the worker's traceback text, whose last line names the type with its
+    module; a message of several lines keeps its details."""
     error = DatasetFormatError('Caught DatasetFormatError in DataLoader worker process 0.\nOriginal Traceback '
-                               '(most recent call last):\n  File "x.py", line 1, in f\nDatasetFormatError: bad file')
-    assert one_line(error) == 'DatasetFormatError: bad file'
+                               '(most recent call last):\n  File "x.py", line 1, in f\n'
+                               'mmcausal.utils.dataset_check.DatasetFormatError: bad file')
+    assert report_lines(error) == ['DatasetFormatError: bad file']
+    error = DatasetFormatError('Caught DatasetFormatError in DataLoader worker process 0.\nOriginal Traceback '
+                               '(most recent call last):\nDatasetFormatError: keys: a, b\nfix the file.')
+    assert report_lines(error) == ['keys: a, b', 'DatasetFormatError: fix the file.']
+
+
+def test_a_long_message_keeps_what_to_change_on_a_short_last_line():
+    """Any message too long for one line moves its leading sentences (and clauses ending in ';'), never text inside
+    brackets, to the lines above, so that its end, what to change, is a short last line."""
+    keys = ', '.join(f'backbone.layers.{i}.attn.qkv.weight' for i in range(6))
+    error = ConfigError(f'the model has keys ({keys}; e.g. this. That) the file lacks. Its keys: {keys}; none match. '
+                        'Check the config (e.g. model.type).')
+    *details, last = report_lines(error)
+    assert last == 'ConfigError: none match. Check the config (e.g. model.type).' and len(last) <= LAST_LINE_LIMIT
+    assert details == [f'the model has keys ({keys}; e.g. this. That) the file lacks.', f'Its keys: {keys};']
+    short = ConfigError('the value is wrong. Change it.')
+    assert report_lines(short) == [one_line(short)] == ['ConfigError: the value is wrong. Change it.']
 
 
 def test_library_user_errors_are_recognised():

@@ -148,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     for _ in range(args.rounds):
         for case in cases:
             command = [sys.executable, __file__, '--repeats', str(args.repeats), *limit, '--device', args.device,
-                       '--measure', case[1], case[0], case[2]]
+                       '--impls', case[1], '--measure', case[1], case[0], case[2]]
             child = subprocess.run(command, capture_output=True, text=True)
             if child.returncode:
                 print(f'{case} failed:\n{child.stderr.strip()[-2000:]}', file=sys.stderr)

@@ -14,11 +14,12 @@ A class-conditional generator exports its diffusion network with ``--network`` (
 ``(B, C, H, W)`` (``--shape``: the latent size, default the network's ``input_size``), ``t`` ``(B,)`` fp32 and ``y``
 ``(B,)`` int64 labels, output ``(B, C_out, H, W)``.
 
-``--dynamic`` (``all``) makes the batch and the image size dynamic (sides multiples of the model's downsampling,
-printed; RoPE and position tables are computed from the input's size inside the graph); ``--dynamic batch`` keeps the
-image size of ``--shape``. Every export is run in ONNX Runtime and compared with PyTorch (at other batch and image
-sizes when dynamic); a model whose graph holds only at the traced size (De-focus Mamba's scan unrolls over the token
-count) is refused in one line that says what to use. Standard ONNX ops only, opset 20 by default.
+``--dynamic`` (``all``) makes the batch and the image size dynamic (any sides, multiples of the strides or not:
+padding, RoPE and position tables are computed from the input's size inside the graph, and De-focus Mamba's scan has
+no loop over the tokens; trace at a ``--shape`` with several windows per side); ``--dynamic batch`` keeps the image
+size of ``--shape``. Every export is run in ONNX Runtime and compared with PyTorch (at other batch and image sizes when
+dynamic); a model whose graph holds only at the traced size (UperNet's pyramid pooling) is refused in one line that
+says what to use. Standard ONNX ops only, opset 20 by default.
 
 The checkpoint is loaded as ``tools/test.py`` loads it: through mmcausal's safe loader, refused when it fits less than
 half of the model (``--allow-partial-load`` to accept). A mistake in the input ends with one line (exit status 1);
@@ -32,7 +33,7 @@ from typing import List, Optional
 from mmengine.config import DictAction
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal)
-from mmcausal.deployment import DEFAULT_OPSET, build_export_model, export_onnx, exportable_part, size_divisor
+from mmcausal.deployment import DEFAULT_OPSET, build_export_model, export_onnx, exportable_part
 from mmcausal.utils.checkpoint_coverage import PARTIAL_LOAD_FLAG, partial_loads_allowed
 from mmcausal.utils.cli import (
     DEBUG_ENV,
@@ -103,7 +104,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         exported = export_onnx(module, args.out, (args.batch, channels, height, width), args.dynamic, args.opset,
                                optimize=not args.no_optimize, check=not args.no_check)
     shape = ' x '.join('dynamic' if side is None else str(side) for side in exported.input_shape)
-    multiple = f' (image sides: multiples of {size_divisor(module)})' if args.dynamic == 'all' else ''
+    multiple = ' (any image size)' if args.dynamic == 'all' else ''
     inputs = (f'inputs: x {shape}, t ({args.batch},), y ({args.batch},)' if part == 'network' else
               f'input images: {shape}{multiple}')
     print(f'written: {exported.path} (opset {exported.opset}); {inputs}; outputs: '

@@ -2,16 +2,18 @@
 or into one labelled grid.
 
     python tools/generation/sample.py CONFIG CHECKPOINT --num-samples N --out DIR [--cfg-scale S]
-        [--cfg-channels C|all] [--seed K] [--sampler ddpm|ddim|ode|sde] [--steps N] [--batch-size B]
-        [--vae-decoder VAE_DIR] [--cfg-options KEY=VALUE ...]
+        [--cfg-channels C|all] [--seed K] [--label-rule random|balanced] [--sampler ddpm|ddim|ode|sde] [--steps N]
+        [--batch-size B] [--vae-decoder VAE_DIR] [--cfg-options KEY=VALUE ...]
     torchrun --nproc-per-node G tools/generation/sample.py ...   (G processes share the samples)
     python tools/generation/sample.py CONFIG CHECKPOINT --grid --out GRID.png [--labels L ...]
         [--samples-per-label C] [sampling options as above]
 
 Writes ``DIR/000000.png``, ... and ``DIR/samples.npz`` (``arr_0``: uint8 N x H x W x 3, ``arr_1``: the labels), the
-layout the ADM evaluator and ``tools/generation/evaluate.py`` read. Labels are balanced (sample ``i`` has class
-``i mod num_classes``) and sample ``i``'s noise comes from ``seed + i``, so the files do not depend on the batch size
-or the number of processes. Run the same command again to finish an interrupted run (existing PNGs are kept).
+layout the ADM evaluator and ``tools/generation/evaluate.py`` read. The labels follow ``model.test_cfg.label_rule``
+(``--label-rule``): ``random``, each drawn uniformly as the official ``sample_ddp.py`` does (the ImageNet presets, the
+papers' FID-50K), or ``balanced`` (sample ``i`` has class ``i mod num_classes``; the default of configs that do not
+say). Sample ``i``'s label and noise are functions of the seed and ``i`` only, so the files do not depend on the batch
+size or the number of processes. Run the same command again to finish an interrupted run (existing PNGs are kept).
 The sampler settings default to the config's ``model.test_cfg`` (the official presets); the options above override
 them. The checkpoint's ``state_dict`` is what is sampled: the EMA weights for checkpoints of mmcausal training runs
 and converted official files.
@@ -34,7 +36,7 @@ from PIL import Image
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal)
 from mmcausal.analysis.inputs import build_model
 from mmcausal.apis import config_dataset_meta
-from mmcausal.apis.generation import balanced_labels, sample_to_folder, write_npz
+from mmcausal.apis.generation import model_sample_labels, sample_to_folder, write_npz
 from mmcausal.models.generation.sample_grid import labelled_grid, row_names, sample_grid
 from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
 from mmcausal.utils.validation import ConfigValueError
@@ -46,14 +48,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('config')
     parser.add_argument('checkpoint')
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument('--num-samples', type=int, help='samples of balanced labels, as PNGs and samples.npz in --out')
+    mode.add_argument('--num-samples', type=int, help='samples (labels: --label-rule) as PNGs and samples.npz in --out')
     mode.add_argument('--grid', action='store_true', help='one labelled grid, --out being its .png file')
     parser.add_argument('--out', required=True, help='folder of the PNGs and samples.npz (the .png file with --grid)')
     parser.add_argument('--labels', type=int, nargs='+', help='--grid: the classes of the rows (default: the first 8)')
     parser.add_argument('--samples-per-label', type=int, default=8, help='--grid: the columns')
     parser.add_argument('--cfg-scale', type=float, help='classifier-free guidance scale (1 = none)')
     parser.add_argument('--cfg-channels', help="guided channels: an int (3 = official DiT / SiT) or 'all'")
-    parser.add_argument('--seed', type=int, help='sample i draws its noise from seed + i')
+    parser.add_argument('--seed', type=int, help='sample i draws its noise from seed + i (random labels: from seed)')
+    parser.add_argument('--label-rule', choices=('random', 'balanced'),
+                        help="--num-samples: 'random' (uniform, the official sample_ddp.py) or 'balanced' "
+                             "(i mod num_classes); default: the config's model.test_cfg.label_rule")
     parser.add_argument('--sampler', choices=('ddpm', 'ddim', 'ode', 'sde'),
                         help="SiT configs: 'ode' integrates with dopri5 and 'sde' with Euler-Maruyama (SiT's defaults) "
                              'unless the config sets model.test_cfg.method')
@@ -66,7 +71,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def sampling_options(args: argparse.Namespace) -> dict:
     """``model.test_cfg`` keys set on the command line."""
-    options = dict(cfg_scale=args.cfg_scale, seed=args.seed, sampler=args.sampler, num_steps=args.steps)
+    options = dict(cfg_scale=args.cfg_scale, seed=args.seed, sampler=args.sampler, num_steps=args.steps,
+                   label_rule=args.label_rule)
     if args.cfg_channels is not None:
         if args.cfg_channels != 'all' and not args.cfg_channels.isdigit():
             raise ConfigValueError(f"--cfg-channels must be an int or 'all', got {args.cfg_channels!r}.")
@@ -79,6 +85,8 @@ def check_grid_options(args: argparse.Namespace) -> None:
     if not args.grid:
         if args.labels is not None:
             raise ConfigValueError('--labels sets the rows of a grid; add --grid (or leave --labels out).')
+    elif args.label_rule is not None:
+        raise ConfigValueError('--label-rule sets the labels of --num-samples; a grid has the rows of --labels.')
     elif Path(args.out).suffix.lower() != '.png':
         raise ConfigValueError(f'--grid writes one PNG: give --out a .png file name, not {args.out!r}.')
     elif args.samples_per_label < 1:
@@ -140,11 +148,10 @@ def main(argv=None) -> None:
             done[0] += count
             print(f'[rank {rank}] {done[0]} samples ({time.time() - start:.0f} s)', flush=True)
 
-        sample_to_folder(model, args.out, args.num_samples, model.network.num_classes, args.batch_size, rank,
-                         world_size, progress)
+        labels = model_sample_labels(model, args.num_samples)
+        sample_to_folder(model, args.out, labels, args.batch_size, rank, world_size, progress)
         barrier()
         if rank == 0:
-            labels = balanced_labels(args.num_samples, model.network.num_classes)
             print(f'{args.num_samples} samples in {args.out}, arrays in {write_npz(args.out, labels)}')
 
 

@@ -1,7 +1,7 @@
 """Convert an official Pyramid VisionLLaMA checkpoint (deit ``best_checkpoint.pth``) into an mmcausal checkpoint.
 
     python tools/model_converters/pyramid_visionllama2mmcausal.py best_checkpoint.pth \\
-        work_dirs/pyramid-vision-llama-small_converted.pth
+        checkpoints/pyramid-vision-llama-small_in1k.pth
 
 The output is an mmpretrain ``ImageClassifier`` state dict (``backbone.*``, ``head.fc.*``): the ImageNet configs
 load it directly, dense configs with ``init_cfg=dict(type='Pretrained', checkpoint=DST, prefix='backbone.')``.

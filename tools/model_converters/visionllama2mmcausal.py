@@ -1,7 +1,7 @@
 """Convert an official VisionLLaMA MAE checkpoint (mmengine format) into an mmcausal checkpoint.
 
     python tools/model_converters/visionllama2mmcausal.py epoch_800.pth \\
-        work_dirs/vision-llama-base_mae-800e_converted.pth
+        checkpoints/vision-llama-base-p16_mae-800e_in1k.pth
 
 The output keeps the ``backbone.`` / ``neck.`` / ``head.`` prefixes: fine-tuning configs load it with
 ``init_cfg=dict(type='Pretrained', checkpoint=DST, prefix='backbone.')`` on a

@@ -5,9 +5,11 @@
 # Sampling (model.test_cfg): the official DiT preset, 250 respaced DDPM steps with CFG 1.5 on the first 3 latent
 # channels (Table 1's "CFG: Y" rows); `--cfg-options model.test_cfg.cfg_scale=1.0` gives the "N" rows. The VAE
 # decoder (a local diffusers folder, read only when decoding samples) is stabilityai/sd-vae-ft-ema, as the official
-# sample_ddp.py; training reads only the stored moments.
+# sample_ddp.py; training reads only the stored moments. Labels of tools/generation/sample.py: label_rule='random',
+# each drawn uniformly as the official sample_ddp.py does (the paper's FID-50K follow it); 'balanced' (i mod 1000,
+# lower variance) is `--label-rule balanced`.
 vae = 'checkpoints/sd-vae-ft-ema'
-official_dit_sampling = dict(sampler='ddpm', num_steps=250, cfg_scale=1.5, cfg_channels=3, seed=0)
+official_dit_sampling = dict(sampler='ddpm', num_steps=250, cfg_scale=1.5, cfg_channels=3, seed=0, label_rule='random')
 model = dict(
     type='ClassConditionalDiffusion',
     network=dict(type='DiffusionTransformer', arch='base', patch_size=4, block='llama', in_channels=4, input_size=32,

@@ -16,11 +16,11 @@ pvl_small_dense_backbone = dict(
     final_norm=False,
     drop_path_rate=0.2,  # paper D.7 and the official S/B configs
     # the deit checkpoint converted with tools/model_converters/pyramid_visionllama2mmcausal.py
-    init_cfg=dict(type='Pretrained', checkpoint='work_dirs/pyramid-vision-llama-small_converted.pth',
+    init_cfg=dict(type='Pretrained', checkpoint='checkpoints/pyramid-vision-llama-small_in1k.pth',
                   prefix='backbone.'))
 pvl_base_dense_backbone = dict(
     pvl_small_dense_backbone,
     arch='base',
     init_cfg=dict(pvl_small_dense_backbone['init_cfg'],
-                  checkpoint='work_dirs/pyramid-vision-llama-base_converted.pth'))
+                  checkpoint='checkpoints/pyramid-vision-llama-base_in1k.pth'))
 pvl_base_dense_neck = dict(in_channels=[96, 192, 384, 768])

@@ -9,7 +9,6 @@ import warnings
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
-from mmcv.cnn.bricks.transformer import PatchEmbed
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 from mmengine.utils import to_2tuple
@@ -20,7 +19,14 @@ from torch.utils.checkpoint import checkpoint
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import ConfigValueError, check_choice
-from ..layers import MASK_MODES, TokenLayout, resize_pos_embed, split_cls_token, tokens_to_featmap
+from ..layers import (
+    MASK_MODES,
+    TokenLayout,
+    build_patch_embed,
+    resize_pos_embed,
+    split_cls_token,
+    tokens_to_featmap,
+)
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap', 'avg_featmap')
 
@@ -236,12 +242,12 @@ class PlainBackbone(BlockStackMixin, BaseBackbone):
         return list(self.layers)
 
     def _build_patch_embed(self, in_channels: int, patch_size: int, img_size: Union[int, Sequence[int]]) -> None:
-        """``patch_embed``: a ``patch_size`` conv (mmcv ``PatchEmbed``) that zero-pads any input at the
-        bottom/right to a multiple of the patch size; ``patch_resolution`` is its grid at ``img_size``."""
+        """``patch_embed``: a ``patch_size`` conv (mmcv ``PatchEmbed``, ``layers.build_patch_embed``)
+        that zero-pads any input at the bottom/right to a multiple of the patch size; ``patch_resolution`` is its grid
+        at ``img_size``."""
         self.in_channels = in_channels
-        self.patch_embed = PatchEmbed(in_channels=in_channels, embed_dims=self.embed_dims, conv_type='Conv2d',
-                                      kernel_size=patch_size, stride=patch_size, padding='corner', bias=True,
-                                      input_size=to_2tuple(img_size))
+        self.patch_embed = build_patch_embed(in_channels, self.embed_dims, patch_size, bias=True,
+                                             input_size=to_2tuple(img_size))
         self.patch_resolution = self.patch_embed.init_out_size
 
     def _resize_loaded_pos_embed(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:

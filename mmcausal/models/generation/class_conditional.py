@@ -16,7 +16,7 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmcausal.registry import MODELS
-from mmcausal.utils.validation import ConfigValueError
+from mmcausal.utils.validation import ConfigValueError, check_choice
 from .autoencoders import build_autoencoder
 from .diffusion import GaussianDiffusion
 from .guidance import check_cfg_channels
@@ -26,8 +26,12 @@ DEFAULT_DATA_PREPROCESSOR = dict(type=ClsDataPreprocessor, mean=[127.5] * 3, std
 #: sampling settings: ``sampler`` / ``num_steps`` and any further keyword of the objective's ``sample``
 #: (``eta``, ``method``, ...), ``cfg_scale`` (1 = no guidance), ``cfg_channels`` (None = all; 3 = the official
 #: DiT / SiT rule), ``seed`` (sample ``i`` draws all its noise from ``seed + i``), ``latent_size`` (None = the
-#: network's ``input_size``)
-DEFAULT_TEST_CFG = dict(sampler='ddpm', num_steps=250, cfg_scale=1., cfg_channels=None, seed=0, latent_size=None)
+#: network's ``input_size``), ``label_rule`` (the class of sample ``i`` when ``tools/generation/sample.py`` draws
+#: labels, :func:`mmcausal.apis.generation.sample_labels`: ``'random'``, uniform as the official ``sample_ddp.py``,
+#: or ``'balanced'``, ``i mod num_classes``; ``predict`` samples the labels it is given)
+DEFAULT_TEST_CFG = dict(sampler='ddpm', num_steps=250, cfg_scale=1., cfg_channels=None, seed=0, latent_size=None,
+                        label_rule='balanced')
+LABEL_RULES = ('random', 'balanced')
 
 
 class PerSampleNoise:
@@ -82,6 +86,7 @@ class ClassConditionalDiffusion(BaseModel):
             raise ConfigValueError(f'GaussianDiffusion(learn_sigma={self.objective.learn_sigma}) needs a network with '
                                    f'learn_sigma={self.objective.learn_sigma}; set both alike.')
         check_cfg_channels(self.test_cfg['cfg_channels'], self.network.in_channels)
+        check_choice('test_cfg.label_rule', self.test_cfg['label_rule'], LABEL_RULES)
         accepted = set(inspect.signature(self.objective.sample).parameters) - {'model_fn', 'noise', 'step_noise'}
         unknown = sorted(set(self.test_cfg) - set(DEFAULT_TEST_CFG) - accepted)
         if unknown:
@@ -113,6 +118,7 @@ class ClassConditionalDiffusion(BaseModel):
     def sample_latents(self, data_samples: List[DataSample]) -> Tensor:
         """The sampled latents ``(B, C, h, w)`` for the data samples' labels with ``test_cfg``."""
         cfg = dict(self.test_cfg)
+        cfg.pop('label_rule')  # how the tools choose the labels given here
         device = next(self.network.parameters()).device
         labels = self._labels(data_samples, device)
         noise = PerSampleNoise(cfg.pop('seed'), self._sample_indices(data_samples))
@@ -165,4 +171,5 @@ class ClassConditionalDiffusion(BaseModel):
         raise ConfigValueError(f'Invalid mode {mode!r}: use "loss", "predict" or "tensor".')
 
 
-__all__ = ['ClassConditionalDiffusion', 'DEFAULT_DATA_PREPROCESSOR', 'DEFAULT_TEST_CFG', 'PerSampleNoise']
+__all__ = ['ClassConditionalDiffusion', 'DEFAULT_DATA_PREPROCESSOR', 'DEFAULT_TEST_CFG', 'LABEL_RULES',
+           'PerSampleNoise']

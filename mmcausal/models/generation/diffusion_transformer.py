@@ -152,10 +152,16 @@ class DiffusionTransformer(BaseModule):
     def reset_parameters(self) -> None:
         """DiT's initialisation: Linear layers xavier-uniform with zero bias, the patch projection xavier-uniform on
         its ``(D, C p p)`` view, the label table and timestep MLP ``N(0, 0.02)``, and adaLN-Zero: every modulation
-        and the output projection at zero (each block starts as the identity, the output at 0)."""
+        and the output projection at zero (each block starts as the identity, the output at 0).
+
+        The fused SwiGLU ``w12`` ``(2h, D)`` is initialised as the official two ``(h, D)`` Linear layers
+        ``c_fc1`` (gate) and ``c_fc2`` (up): xavier-uniform on each half (bound ``sqrt(6 / (h + D))``), not on the
+        whole matrix (bound ``sqrt(6 / (2h + D))``)."""
+        fused = {id(module.w12) for module in self.modules() if isinstance(module, SwiGLUFFN)}
         for module in self.modules():
             if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
+                for weight in module.weight.chunk(2) if id(module) in fused else (module.weight, ):
+                    nn.init.xavier_uniform_(weight)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
         projection = self.patch_embed.projection

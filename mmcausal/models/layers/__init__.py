@@ -24,6 +24,7 @@ from .context import TokenLayout
 from .ffn import FFN, SwiGLUFFN, gelu_mlp, swiglu_hidden_dims
 from .grid_rope import AS2D_SCALINGS, ROPE_MODES, GridRoPE, auto_scale, check_rope_mode, grid_positions
 from .norm import RMSNorm, build_norm_layer
+from .patch_embed import CornerPadding, build_patch_embed
 from .pos_embed import resize_pos_embed, sincos_pos_embed_2d
 from .rope import RopeConfigError, apply_rotary, rope_angles_1d, rope_angles_2d, rope_frequencies, rotate_pairs
 from .tokens import CLS_POSITIONS, insert_cls_token, split_cls_token, tokens_to_featmap
@@ -37,6 +38,6 @@ __all__ = [
     'RopeConfigError', 'apply_rotary', 'auto_scale', 'check_rope_mode', 'grid_positions', 'rope_angles_1d',
     'rope_angles_2d', 'rope_frequencies', 'CLS_POSITIONS', 'insert_cls_token', 'split_cls_token', 'tokens_to_featmap',
     'WindowedAttention', 'window_key_mask', 'window_partition', 'window_unpartition', 'ClassAttention',
-    'ClassAttentionBlock', 'ClassAttentionStage', 'gelu_mlp', 'RMSNorm', 'soft_mask_attention', 'split_heads',
-    'rotate_pairs', 'sincos_pos_embed_2d'
+    'ClassAttentionBlock', 'ClassAttentionStage', 'gelu_mlp', 'RMSNorm', 'CornerPadding', 'build_patch_embed',
+    'soft_mask_attention', 'split_heads', 'rotate_pairs', 'sincos_pos_embed_2d'
 ]

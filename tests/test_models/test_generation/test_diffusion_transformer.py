@@ -78,6 +78,28 @@ def test_llama_ffn_is_bias_free_swiglu_and_dit_mlp_is_tanh_gelu():
     assert act.approximate == 'tanh' and dit.layers[0].ffn.layers[0][0].out_features == 128
 
 
+def test_swiglu_halves_are_initialised_as_the_official_two_linear_layers():
+    """The official ``c_fc1`` (gate) and ``c_fc2`` (up) are separate ``(h, D)`` Linear layers, each xavier-uniform:
+    bound ``sqrt(6 / (h + D))``. Each half of the fused ``w12`` must have that bound and std (xavier of the fused
+    ``(2h, D)`` matrix would give ``sqrt(6 / (2h + D))``, 0.76x for ``h = 2.67 D``); ``w3`` stays one matrix."""
+    model = tiny(randomise=False, arch=dict(embed_dims=96, num_layers=2, num_heads=4))
+    for layer in model.layers:
+        w12, w3 = layer.ffn.w12.weight.detach(), layer.ffn.w3.weight.detach()
+        dims, hidden = w3.shape
+        assert w12.shape == (2 * hidden, dims)
+        bound, fused_bound = math.sqrt(6 / (hidden + dims)), math.sqrt(6 / (2 * hidden + dims))
+        for half in w12.chunk(2):
+            assert bound * 0.99 < half.abs().max().item() <= bound
+            assert half.abs().max().item() > 1.2 * fused_bound
+            assert half.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.03)
+            assert half.mean().abs().item() < 0.01 * bound
+        assert not torch.equal(*w12.chunk(2))  # two independent draws
+        assert bound * 0.99 < w3.abs().max().item() <= bound  # (D, h): the same fans as each half
+    fc1 = tiny(randomise=False, block='dit', arch=dict(embed_dims=96, num_layers=1, num_heads=4)).layers[0].ffn
+    fc1_bound = math.sqrt(6 / (4 * 96 + 96))  # the GELU MLP's fc1 (4D, D) is one official Linear
+    assert fc1_bound * 0.99 < fc1.layers[0][0].weight.abs().max().item() <= fc1_bound
+
+
 @pytest.mark.parametrize('block', ['llama', 'dit'])
 @pytest.mark.parametrize('size', [(8, 8), (8, 12), (14, 6)])
 def test_any_grid_divisible_by_the_patch(block, size):

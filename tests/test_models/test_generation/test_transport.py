@@ -9,6 +9,8 @@ import torch
 
 from mmcausal.models.generation import LinearInterpolant
 from mmcausal.models.generation.transport import MissingOptionalDependency
+from mmcausal.utils.validation import ConfigValueError
+from reference.official_sit_sde import sde_sample
 
 MU, STD = 1.5, 0.5  # data N(MU, STD^2) at t = 1, noise N(0, 1) at t = 0
 
@@ -51,7 +53,9 @@ def test_score_from_the_velocity_is_the_gaussian_score():
     # the noiseless last step loses 2 w dt = 1.3 % of the variance, Euler-Maruyama's discretisation ~ 2 % more
     (dict(sampler='sde', method='euler', num_steps=250), 0.04),
     (dict(sampler='sde', method='heun', num_steps=100), 0.03),
-], ids=['ode-euler', 'ode-heun', 'sde-euler-maruyama', 'sde-heun'])
+    # no last step: up to t = 1, the last step's noise sqrt(2 dt^2) z left in (official SiT)
+    (dict(sampler='sde', method='euler', num_steps=250, last_step=None), 0.03),
+], ids=['ode-euler', 'ode-heun', 'sde-euler-maruyama', 'sde-heun', 'sde-euler-maruyama-no-last-step'])
 def test_samplers_with_the_optimal_velocity_reach_the_target(options, var_rtol):
     torch.manual_seed(0)
     samples = LinearInterpolant().sample(optimal_velocity, torch.randn(40000, 1), **options)
@@ -94,17 +98,44 @@ def test_sde_makes_the_official_number_of_network_calls_at_the_official_times():
     assert times[-2] == pytest.approx(0.96 * 248 / 249) and times[-1] == pytest.approx(0.96)
 
 
-def test_sde_without_noise_and_last_step_matches_a_hand_written_euler_loop():
-    interpolant = LinearInterpolant()
-    start = torch.randn(3, 1)
-    out = interpolant.sample(optimal_velocity, start, sampler='sde', num_steps=5, last_step=None,
-                             step_noise=torch.zeros_like)
-    x = start.clone()
-    grid = torch.linspace(0, 0.96, 5).tolist()
-    for t, t_next in zip(grid[:-1], grid[1:]):
-        velocity = optimal_velocity(x, torch.full((3, ), t))
-        x = x + (velocity + (1 - t) * (t * velocity - x) / (1 - t)) * (t_next - t)
-    torch.testing.assert_close(out, x)
+def _draws(seed: int = 0):
+    """A fixed sequence of ``(3, 1)`` N(0, I) step draws, as a ``step_noise`` function of the state."""
+    draws = iter(torch.randn(20, 3, 1, generator=torch.Generator().manual_seed(seed)))
+    return lambda like: next(draws)
+
+
+@pytest.mark.parametrize('last_step,official_last_step', [(None, None), ('mean', 'Mean')])
+@pytest.mark.parametrize('num_steps', [2, 6])
+def test_euler_maruyama_is_the_official_sampler(last_step, official_last_step, num_steps):
+    """The oracle (reference/official_sit_sde.py: SiT's sample_sde) with the same start and noise draws: with
+    ``last_step=None`` both integrate up to t = 1 and add no step after the last noisy one; with ``'mean'`` up to
+    0.96, then the noiseless mean step."""
+    start = torch.randn(3, 1, generator=torch.Generator().manual_seed(1))
+    out = LinearInterpolant().sample(optimal_velocity, start, sampler='sde', num_steps=num_steps,
+                                     last_step=last_step, step_noise=_draws())
+    expected = sde_sample(optimal_velocity, start, num_steps=num_steps, last_step=official_last_step,
+                          noise=_draws())
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_sde_without_a_last_step_evaluates_the_network_up_to_the_last_step_before_t_1():
+    """SiT with ``last_step=None``: ``linspace(0, 1, 250)``, 249 Euler-Maruyama steps evaluated at its first 249
+    points, the last at 1 - 1/249, and nothing after."""
+    times = []
+
+    def model_fn(x, t):
+        times.append(t[0].item())
+        return optimal_velocity(x, t)
+
+    LinearInterpolant().sample(model_fn, torch.randn(4, 1), sampler='sde', num_steps=250, last_step=None)
+    assert len(times) == 249
+    assert times[0] == 0 and times[1] == pytest.approx(1 / 249) and times[-1] == pytest.approx(248 / 249)
+
+
+def test_stochastic_heun_without_a_last_step_is_refused():
+    """Its second drift would be the score at t = 1, where it diverges (the official sampler returns NaN)."""
+    with pytest.raises(ConfigValueError, match='score at t = 1'):
+        LinearInterpolant().sample(optimal_velocity, torch.randn(2, 1), sampler='sde', method='heun', last_step=None)
 
 
 def test_stochastic_heun_takes_sits_step():

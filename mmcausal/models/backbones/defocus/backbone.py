@@ -15,7 +15,6 @@ are refused, each class saying why (its ``refused_mask_modes``): the decay, the 
 over ``s <= t`` only, and retention and the scan have no softmax for iLLaMA's post-softmax mask.
 """
 import inspect
-import math
 from functools import partial
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
@@ -106,7 +105,8 @@ class DefocusBackbone(MaskModeMixin, PlainBackbone):
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
         """``(B, C, H, W)`` images -> one output per ``out_indices`` entry (shapes: see ``out_type``)."""
         check_image_batch(x, self.in_channels)
-        image_grid = (math.ceil(x.shape[-2] / self.patch_size), math.ceil(x.shape[-1] / self.patch_size))
+        # ceil(side / p) in integers: a symbolic size under torch.export stays an integer expression
+        image_grid = (-(-x.shape[-2] // self.patch_size), -(-x.shape[-1] // self.patch_size))
         if self.patch_rearrange:
             x = self._pad_to_sections(x)
         patches, grid = self.patch_embed(x)

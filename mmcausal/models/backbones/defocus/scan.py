@@ -7,8 +7,9 @@ For every channel ``e`` and state dim ``n`` (diagonal, real ``A``)::
 
 :func:`selective_scan` is the one entry point. For CUDA tensors it runs the Triton kernels of :mod:`.triton_scan`
 (Triton ships with torch's CUDA builds), for CPU tensors the C++ kernel of :mod:`.cpu_scan` (built on first use),
-and :func:`chunked_selective_scan`, pure PyTorch, everywhere else: in an ONNX export or a jit trace, and where
-neither kernel is available. ``mamba_ssm``'s CUDA kernel (the official code's) is taken when asked for by name.
+and :func:`chunked_selective_scan`, pure PyTorch, everywhere else: in a jit trace, and where neither kernel is
+available. An export (``torch.export``, ONNX) takes the closed form of :mod:`.segsum_scan`, one graph for every
+sequence length. ``mamba_ssm``'s CUDA kernel (the official code's) is taken when asked for by name.
 
 The chunked scan splits the sequence into ``L / T`` chunks of ``T ~ 2 sqrt(L)`` tokens:
 
@@ -38,6 +39,7 @@ from torch.autograd.function import once_differentiable
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
 from .cpu_scan import cpu_kernel_selective_scan, cpu_scan_extension, not_built
+from .segsum_scan import segsum_selective_scan
 from .triton_scan import TritonScanUnavailable, compiling_for_gpu, triton_selective_scan
 
 SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel', 'triton')
@@ -291,20 +293,26 @@ def selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor, im
 
     Args:
         impl: ``'auto'`` (CUDA tensors: the Triton kernels, ``mamba_ssm`` if installed where Triton is not;
-            CPU tensors: the CPU kernel, chunked if it does not build; chunked in an export or a jit trace),
+            CPU tensors: the CPU kernel, chunked if it does not build; chunked in a jit trace),
             ``'chunked'``, ``'sequential'`` (the explicit reference), ``'triton'`` (also on CPU tensors under
             Triton's interpreter, ``TRITON_INTERPRET=1``), ``'mamba_ssm'`` or ``'cpu_kernel'`` (required; a clear
             error if unavailable).
         chunk_size: chunk length of the chunked scan (the kernels do not take it).
+
+    Under ``torch.export`` (ONNX export) every ``impl`` runs :func:`~.segsum_scan.segsum_selective_scan`: standard
+    ops and no loop over the sequence, so the graph takes any token count (the kernels are custom ops, the chunked
+    and sequential scans loops that the export would unroll at the traced length).
     """
     check_choice('scan_impl', impl, SCAN_IMPLS, ScanConfigError)
+    if torch.compiler.is_exporting():  # one graph for every token count: the closed form, no loop over L
+        return segsum_selective_scan(u, delta, A, B, C)
     if impl == 'sequential':
         return sequential_selective_scan(u, delta, A, B, C)
     if impl == 'cpu_kernel' and u.device.type != 'cpu':
         raise ScanConfigError(f'scan_impl="cpu_kernel" runs on CPU tensors only, got {u.device}; use '
                               'scan_impl="auto" on this device.')
-    # an export or a jit trace gets the chunked scan: standard ops, no custom op in the graph
-    traced = torch.compiler.is_exporting() or torch.jit.is_tracing()
+    # a jit trace gets the chunked scan: standard ops, no custom op in the graph
+    traced = torch.jit.is_tracing()
     if impl == 'triton':
         try:
             return triton_selective_scan(u, delta, A, B, C)

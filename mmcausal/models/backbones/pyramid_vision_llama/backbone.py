@@ -28,7 +28,6 @@ cells; that is a different model, not built here.
 from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
 
-from mmcv.cnn.bricks.transformer import PatchEmbed
 from torch import Tensor, nn
 
 from mmcausal.registry import MODELS
@@ -39,6 +38,7 @@ from ...layers import (
     TransformerBlock,
     WindowedAttention,
     build_norm_layer,
+    build_patch_embed,
     swiglu_hidden_dims,
 )
 from ..base import BackboneConfigError, MaskModeMixin, PyramidBackbone, PyramidStage, resolve_arch
@@ -145,9 +145,8 @@ class PyramidVisionLLaMA(MaskModeMixin, PyramidBackbone):
 
         stages = []
         for index, (dim, head, depth) in enumerate(zip(dims, heads, depths)):
-            embed = PatchEmbed(in_channels=in_channels if index == 0 else dims[index - 1], embed_dims=dim,
-                               kernel_size=patch_sizes[index], stride=patch_sizes[index], padding='corner',
-                               norm_cfg=norm_cfg)
+            embed = build_patch_embed(in_channels if index == 0 else dims[index - 1], dim, patch_sizes[index],
+                                      norm_cfg=norm_cfg)
             lsa = partial(WindowedAttention, num_heads=head, window_size=window_size, mask_padding=mask_window_padding,
                           mask_mode=mask_mode)
             gsa = partial(SubsampledAttention, num_heads=head, sr_ratio=sr_ratios[index], key_pos=gsa_key_pos,

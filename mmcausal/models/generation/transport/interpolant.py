@@ -71,11 +71,15 @@ class LinearInterpolant:
         ``'ode'``: ``dx/dt = v`` on ``linspace(0, 1, num_steps)`` with ``method`` ``'euler'`` / ``'heun'`` (fixed
         steps) or ``'dopri5'`` (adaptive, ``atol`` / ``rtol``; needs ``torchdiffeq``, the paper's Table 9 sampler).
         ``'sde'``: Euler-Maruyama (``method='euler'``) or SiT's stochastic Heun (``'heun'``: the step's noise first,
-        then Heun's drift average from the noised point) on ``linspace(0, 1 - last_step_size, num_steps)`` with the
-        drift ``v + w_t score`` and noise ``sqrt(2 w_t dt)`` (``w_t``: :meth:`diffusion_coefficient`), then one last
-        step of ``last_step_size``: ``'mean'`` (the drift without noise, SiT's default) or None (stop at
-        ``1 - last_step_size``). 250 Euler steps + the mean step = the paper's Table 8 sampler. ``method=None``
-        takes SiT's default of the sampler: ``'dopri5'`` for the ODE, ``'euler'`` for the SDE.
+        then Heun's drift average from the noised point) with the drift ``v + w_t score`` and noise
+        ``sqrt(2 w_t dt)`` (``w_t``: :meth:`diffusion_coefficient`). ``last_step='mean'`` (SiT's default): the steps
+        on ``linspace(0, 1 - last_step_size, num_steps)``, then one step of ``last_step_size`` with the drift and no
+        noise; 250 Euler steps + the mean step = the paper's Table 8 sampler. ``last_step=None``: as SiT's
+        ``sample_sde`` (which sets the last step size to 0 for the linear path and velocity model), the steps on
+        ``linspace(0, 1, num_steps)`` up to ``t = 1``, the last one with its noise, and no further step
+        (``last_step_size`` unused; the Euler method only: Heun's second drift would need the score at ``t = 1``,
+        where it diverges). ``method=None`` takes SiT's default of the sampler: ``'dopri5'`` for the ODE,
+        ``'euler'`` for the SDE.
         """
         check_choice('transport sampler', sampler, SAMPLERS)
         if num_steps < 2:
@@ -124,7 +128,12 @@ class LinearInterpolant:
 
     def _sde(self, model_fn: ModelFn, x: Tensor, num_steps: int, method: str, form: str, norm: float,
              last_step: Optional[str], last_step_size: float, step_noise: StepNoise) -> Tensor:
-        if not 0. < last_step_size < 1.:
+        if last_step is None:
+            if method == 'heun':
+                raise ConfigValueError("The stochastic Heun SDE with last_step=None would evaluate the score at "
+                                       "t = 1, where it diverges; use last_step='mean' or method='euler'.")
+            last_step_size = 0.  # integrate up to t = 1
+        elif not 0. < last_step_size < 1.:
             raise ConfigValueError(f'last_step_size must be in (0, 1) (the score diverges at t = 1), got '
                                    f'{last_step_size}.')
         times = torch.linspace(0., 1. - last_step_size, num_steps).tolist()
