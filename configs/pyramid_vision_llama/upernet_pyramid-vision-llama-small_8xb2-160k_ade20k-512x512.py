@@ -25,3 +25,5 @@ model = dict(
 optim_wrapper = dict(type='AmpOptimWrapper')  # the official runs used AMP (needs a GPU)
 # Exact resume with the real pipeline (seeded augmentation and iterations, mid-epoch resume): mmcausal/engine/runner.
 train_cfg = dict(type='ExactResumeIterBasedTrainLoop')
+# --auto-scale-lr scales the learning rate from the 8 x 2 images of this recipe to the batch actually used
+auto_scale_lr = dict(enable=False, base_batch_size=16)

@@ -14,6 +14,7 @@ What is counted, per kind of config (inference, batch 1, no test-time augmentati
 * classifiers and MAE pre-training: ``extract_feat`` (backbone and neck, no head; MAE's encoder without masking),
   mmpretrain's convention, at the config's test crop (the training crop for pre-training);
 * segmentors: the whole network in tensor mode (backbone, neck, decode head; no auxiliary head) at the crop size;
+  a multi-scale + flip test config counts one pass of its model (it runs one per scale and flip);
 * detectors: ``extract_feat`` (backbone and neck) at the test scale: the heads' cost depends on the proposals;
 * DiT / SiT: one call of the diffusion network ``network(x, t, y)`` on one latent of its training size (sampling
   costs this times the steps, twice with guidance).
@@ -95,8 +96,8 @@ def _hw(size: Union[int, Tuple[int, int], List[int]], wh: bool) -> Tuple[int, in
 
 def config_input_size(cfg: Config) -> Tuple[int, int]:
     """``(H, W)`` of the input the config's model is counted at: a generation config's latent training size, a
-    segmentor's ``crop_size``, else the test pipeline's crop (``CenterCrop``) or fixed scale (``Resize``, ``(w, h)``
-    as mmdet and mmseg write it), else the training crop (``RandomResizedCrop``: pre-training configs)."""
+    segmentor's ``crop_size``, else the test pipeline's crop (``CenterCrop``) or fixed scale (``Resize``; both ``(w,
+    h)`` as mmcv writes them), else the training crop (``RandomResizedCrop``: pre-training configs)."""
     if 'network' in cfg.model:
         return _hw(cfg.model.network.get('input_size', 32), wh=False)
     if cfg.get('default_scope') == 'mmseg' and 'crop_size' in cfg:
@@ -106,7 +107,7 @@ def config_input_size(cfg: Config) -> Tuple[int, int]:
             kind = str(transform.get('type', '')).split('.')[-1]
             if kind in kinds:
                 size = transform.get('crop_size', transform.get('scale'))
-                return _hw(size, wh=kind == 'Resize')
+                return _hw(size, wh=kind != 'RandomResizedCrop')  # mmcv's CenterCrop and Resize: (w, h)
     raise ValueError('no input size in the config (no crop or fixed scale in its pipelines): pass one')
 
 
@@ -116,6 +117,8 @@ def config_flops(cfg: Union[str, Config], size: Optional[Tuple[int, int]] = None
     import mmcausal  # noqa: F401  (registers the components)
     cfg = Config.fromfile(cfg) if isinstance(cfg, str) else cfg.copy()
     size = size or config_input_size(cfg)
+    if 'module' in cfg.model:  # a test-time-augmentation wrapper: one pass of its model (it runs one per view)
+        cfg.model = cfg.model.module
     scope = cfg.get('default_scope', 'mmpretrain')
     init_default_scope(scope)
     registry = importlib.import_module(f'{scope}.registry').MODELS

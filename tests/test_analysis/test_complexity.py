@@ -14,10 +14,10 @@ from mmcausal.analysis.complexity import flop_analyzer
 from mmcausal.models import ILLaMA
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Small full-size models of each kind the tool counts: a classifier, a CaiT (talking heads) and two diffusion
-#: networks (one with SwiGLU). Their values in the metafiles are recomputed by the tool here.
+#: Small full-size models of the kinds the tool counts: a classifier, a CaiT (talking heads), two diffusion networks
+#: (one with SwiGLU) and a segmentor under its multi-scale test wrapper. Their metafile values are recomputed here.
 CHEAP = ('illama-tiny-p16_32xb128_in1k', 'cait-xxs24_8xb128-400e_in1k', 'sit-small-p2_8xb32-400k_in1k-256px',
-         'sit-llama-small-p2_8xb32-400k_in1k-256px')
+         'sit-llama-small-p2_8xb32-400k_in1k-256px', 'upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512_ms-test')
 
 
 @pytest.fixture(scope='module')
@@ -85,3 +85,12 @@ def test_update_writes_flops_after_the_parameters_of_the_named_model(get_flops):
     assert yaml.safe_load(text)['Models'][1]['Metadata'] == {'Epochs': 1, 'Parameters': 20, 'FLOPs': 7}
     with pytest.raises(ValueError, match='c: no Metadata'):
         get_flops.write_flops(text, 'c', 1)
+
+
+def test_the_command_line_prints_each_configs_flops_at_its_size_or_the_given_one(get_flops, capsys):
+    twin = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
+    get_flops.main([twin, '--shape', '32'])
+    get_flops.main([twin])
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.endswith('at 32x32') and second.endswith('at 64x64')
+    assert int(first.split(': ')[1].split()[0]) < int(second.split(': ')[1].split()[0])

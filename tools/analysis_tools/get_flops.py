@@ -3,21 +3,21 @@ attention and our fused SwiGLU projection and RMSNorm: :mod:`mmcausal.analysis.c
 for classifiers, segmentors, detectors and diffusion networks).
 
     python tools/analysis_tools/get_flops.py CONFIG [CONFIG ...] [--shape H [W]]
-    python tools/analysis_tools/get_flops.py --update-metafiles [--jobs N]    # every non-twin metafile entry
+    python tools/analysis_tools/get_flops.py --update-metafiles [CONFIG ...] [--jobs N]  # all non-twin entries
 
 One line per config: the FLOPs (multiply-adds, integer as in the metafiles, and in G) and the input ``H x W`` (by
 default the config's own: its test crop, segmentation crop, test scale or latent size). ``--update-metafiles``
 computes every model of ``configs/*/metafile.yml`` except the tiny CPU models (``nano``) at its config's size and
-writes ``Metadata: FLOPs`` (tests/test_model_zoo.py checks a cheap subset against this tool). The ImageNet and
-COCO models are built on the CPU with uninitialised weights, so the largest (DiT-XL, VisionLLaMA-L, CaiT-M48) need
-a few GB of memory; all of them take about 10 minutes on 2 cores.
+writes ``Metadata: FLOPs`` (given configs: only their entries; tests/test_analysis/test_complexity.py checks a cheap
+subset against this tool). Models are built on the CPU with uninitialised weights, so the largest (DiT-XL,
+VisionLLaMA-L, CaiT-M48) need a few GB of memory; all of them take about 25 minutes on 2 shared cores.
 """
 import argparse
 import multiprocessing
 import re
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run from anywhere: mmcausal from this checkout
@@ -51,11 +51,12 @@ def _count(config: str, shape: Optional[Tuple[int, int]] = None) -> Tuple[int, T
     return config_flops(cfg, size), size
 
 
-def update_metafiles(jobs: int) -> None:
-    """Compute every non-twin metafile model's FLOPs and write them into the metafiles. Each config is counted in a
-    fresh child process (forked after the imports): a large model's memory is returned when it ends."""
+def update_metafiles(jobs: int, only: Sequence[str] = ()) -> None:
+    """Compute every non-twin metafile model's FLOPs (``only``: of these configs) and write them into the metafiles.
+    Each config is counted in a fresh child process (forked after the imports): a large model's memory is returned
+    when it ends."""
     import mmcausal  # noqa: F401  (imported once, before the children fork)
-    models = metafile_models()
+    models = [model for model in metafile_models() if not only or model[2] in only]
     configs = sorted({config for _, _, config in models})
     counted: Dict[str, Tuple[int, Tuple[int, int]]] = {}
     with multiprocessing.get_context('fork').Pool(jobs, maxtasksperchild=1) as pool:
@@ -71,14 +72,14 @@ def update_metafiles(jobs: int) -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('configs', nargs='*', help='config files')
+    parser.add_argument('configs', nargs='*', help='config files (with --update-metafiles: only these)')
     parser.add_argument('--shape', type=int, nargs='+', help='input H [W] (pixels; latent grid for DiT / SiT)')
     parser.add_argument('--update-metafiles', action='store_true',
                         help="write every non-twin metafile model's FLOPs into configs/*/metafile.yml")
     parser.add_argument('--jobs', type=int, default=1, help='configs counted in parallel (--update-metafiles)')
     args = parser.parse_args(argv)
     if args.update_metafiles:
-        update_metafiles(args.jobs)
+        update_metafiles(args.jobs, [str(Path(config).resolve().relative_to(ROOT)) for config in args.configs])
         return
     if not args.configs:
         parser.error('give CONFIG [CONFIG ...] or --update-metafiles')
