@@ -18,6 +18,7 @@ from mmcausal.analysis.attention_rank import (
     singular_values,
 )
 from mmcausal.models.layers import record_attention
+from report_utils import assert_report_matches
 
 
 def test_identity_and_uniform_attention():
@@ -99,9 +100,10 @@ def test_cli_overlays_mask_modes(image_folder, tmp_path, capsys):
     ([MAMBA_TWIN, '--mask-modes', 'bidirectional'], "DefocusMamba cannot honour mask_mode='bidirectional'"),
 ])
 def test_cli_input_errors_end_in_one_line(args, message, image_folder, tmp_path):
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(SystemExit) as exit_info:
         load_tool('attention_rank').main([*args, '--images', str(image_folder), '--num-images', '1',
                                           '--out-dir', str(tmp_path)])
+    assert_report_matches(exit_info.value, message)
 
 
 def test_cli_rejects_a_missing_checkpoint(capsys):
@@ -116,9 +118,10 @@ def test_mask_modes_on_a_backbone_without_mask_mode_end_in_one_line(image_folder
     config.write_text(f"_base_ = [{ILLAMA_TWIN!r}]\n"
                       "model = dict(backbone=dict(_delete_=True, type='VisionTransformer', arch='deit-tiny', "
                       "img_size=64, patch_size=8))\n")
-    with pytest.raises(SystemExit, match='AnalysisError: --mask-modes sets model.backbone.mask_mode, which'):
+    with pytest.raises(SystemExit) as exit_info:
         load_tool('attention_rank').main([str(config), '--mask-modes', 'causal', '--images', str(image_folder),
                                           '--num-images', '1', '--out-dir', str(tmp_path / 'out')])
+    assert_report_matches(exit_info.value, 'AnalysisError: --mask-modes sets model.backbone.mask_mode, which')
 
 
 def test_rank_figures_explain_their_bands_and_count_layers_from_1():

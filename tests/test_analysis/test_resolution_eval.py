@@ -28,6 +28,7 @@ from mmcausal.analysis.resolution_eval import (
     rope_settings,
     size_label,
 )
+from report_utils import assert_report_matches
 from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -260,9 +261,10 @@ def test_missing_files_are_reported(args, message, capsys):
 def test_missing_dataset_is_reported(tmp_path):
     checkpoint = tmp_path / 'x.pth'
     torch.save({}, checkpoint)
-    with pytest.raises(SystemExit, match='DatasetNotFoundError: .*absent.*does not exist'):
+    with pytest.raises(SystemExit) as exit_info:
         _script().main([str(ILLAMA_CLS), str(checkpoint), '--work-dir', str(tmp_path),
                         '--cfg-options', f'val_dataloader.dataset.data_root={tmp_path / "absent"}'])
+    assert_report_matches(exit_info.value, 'DatasetNotFoundError: .*absent.*does not exist')
 
 
 def test_backbone_without_rope_mode_is_rejected(shapes_root, tmp_path):

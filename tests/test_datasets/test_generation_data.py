@@ -13,6 +13,7 @@ from analysis_utils import load_tool
 from fake_diffusers import FakeAutoencoderKL
 from mmcausal.datasets import LatentMomentsDataset, LatentStoreError
 from mmcausal.registry import TRANSFORMS
+from report_utils import assert_report_matches
 
 
 def reference_adm_crop(image: np.ndarray, size: int) -> np.ndarray:
@@ -90,8 +91,9 @@ def test_extract_latents_stores_crop_and_flip_moments_and_resumes(tmp_path, monk
     tool.main(argv)
     assert encoded == [4]  # two images and their flips
     assert np.array_equal(np.load(out / 'moments.npy'), moments)
-    with pytest.raises(SystemExit, match='other data'):
+    with pytest.raises(SystemExit) as exit_info:
         tool.main([*argv[:-4], '--image-size', '32', '--device', 'cpu'])
+    assert_report_matches(exit_info.value, 'other data')
 
 
 def test_dataset_reads_complete_stores_and_draws_the_flip(tmp_path, monkeypatch):

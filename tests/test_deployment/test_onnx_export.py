@@ -15,6 +15,7 @@ import torch
 from mmcausal.analysis.inputs import build_model
 from mmcausal.deployment import exportable_part, non_standard_ops, onnxruntime_outputs
 from mmcausal.utils.cli import read_config
+from report_utils import report_text
 
 pytest.importorskip('onnxruntime')
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,20 +103,12 @@ def test_illama_exports_in_every_mask_mode(tmp_path, single_thread, mask_mode, a
         assert _max_delta(model, 'model', path, shape) < TOLERANCE
 
 
-def _report(exit_info: pytest.ExceptionInfo) -> str:
-    """A tool's refusal as one string: the detail lines it printed above its last line, then the last line (itself
-    one line of at most 160 characters)."""
-    last = str(exit_info.value)
-    assert '\n' not in last and len(last) <= 160, last
-    error_type, _, rest = last.partition(': ')
-    return f'{error_type}: ' + ' '.join([*getattr(exit_info.value, 'details', []), rest])
-
 
 def test_segmentor_dynamic_image_size_is_refused_in_one_line(tmp_path):
     """UperNet's pyramid pooling pools adaptively, which ONNX writes with the traced size's kernels."""
     with pytest.raises(SystemExit) as exit_info:
         _export(tmp_path, 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py', '--dynamic')
-    message = _report(exit_info)
+    message = report_text(exit_info.value)
     assert message.startswith('ExportError: EncoderDecoder cannot be exported with a dynamic image size: '
                               'decode_head.psp_modules') and '--dynamic batch' in message
 
@@ -127,7 +120,7 @@ def test_whole_detector_is_refused_in_one_line(tmp_path):
     torch.save({'state_dict': model.state_dict()}, checkpoint)
     with pytest.raises(SystemExit) as exit_info:
         _tool().main([str(ROOT / config), str(checkpoint), str(tmp_path / 'detector.onnx')])
-    message = _report(exit_info)
+    message = report_text(exit_info.value)
     assert message.startswith('ExportError: MaskRCNN cannot be exported whole') and '--features' in message
 
 
@@ -195,6 +188,6 @@ def test_generator_whole_or_dynamic_is_refused_in_one_line(tmp_path, args, expec
     torch.save({'state_dict': model.state_dict()}, checkpoint)
     with pytest.raises(SystemExit) as exit_info:
         _tool().main([config, str(checkpoint), str(tmp_path / 'generator.onnx'), *args])
-    message = _report(exit_info)
+    message = report_text(exit_info.value)
     assert message.startswith('ExportError: ') and expected in message
     assert '--network' in message or '--dynamic' in args

@@ -14,6 +14,7 @@ from torch.distributed.fsdp import FullStateDictConfig
 
 from e2e_utils import ROOT
 from mmcausal.utils import end_distributed_run
+from report_utils import report_text
 from sharded_run import tool
 
 consolidate_tool = tool('tools/model_converters/consolidate_sharded_checkpoint.py')
@@ -112,7 +113,7 @@ def test_bad_input_ends_in_one_line(case, sharded_checkpoint, tmp_path, request)
         consolidate_tool.main(case[1](config, checkpoint, tmp_path))
     code = exit_info.value.code
     if capsys is None:
-        status, last = 1, code
+        status, last = 1, report_text(exit_info.value)
     else:
         stderr = capsys.readouterr().err
         status, last = code, stderr.strip().splitlines()[-1]

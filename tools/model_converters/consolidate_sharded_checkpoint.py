@@ -74,7 +74,7 @@ def consolidate(cfg: Config, checkpoint: str, ema: Optional[bool] = None) -> dic
         shards = len(glob.glob(osp.join(checkpoint, 'rank*.pth')))
         if shards != get_world_size():
             raise ConfigValueError(f'{checkpoint} holds the shards of {shards} processes, but this run has '
-                                   f'{get_world_size()}: run it with the world size of the run that saved it '
+                                   f'{get_world_size()}. Run it with the world size of the run that saved it '
                                    f'(torchrun --nproc_per_node N [--nnodes M], {shards} processes in all).')
         loaded = strategy.load_checkpoint(checkpoint)
     if ema is None:
