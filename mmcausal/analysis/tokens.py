@@ -40,8 +40,11 @@ def analysed_backbone(model: nn.Module) -> nn.Module:
     return backbone
 
 
-def no_attention_error(model: nn.Module, hint: str = '') -> AnalysisError:
-    """The error for a model whose token mixers form no attention matrix (De-focus Mamba, RetNet)."""
+def no_attention_error(model: nn.Module,
+                       hint: str = ' Analyse a backbone with attention: iLLaMA, VisionLLaMA, De-focus ViT or CaiT.'
+                       ) -> AnalysisError:
+    """The error for a model whose token mixers form no attention matrix (De-focus Mamba, RetNet); ``hint`` says
+    what to do instead."""
     backbone = analysed_backbone(model)
     mixers = sorted({type(getattr(block, 'attn', block)).__name__ for block in backbone.blocks()})
     return AnalysisError(f'{type(backbone).__name__} has no attention weights: its token mixer ({", ".join(mixers)}) '
