@@ -1,7 +1,7 @@
 """An independent re-statement of SiT's SDE sampler for the linear path with a velocity model (SiT and SiT-LLaMA), used
 only as a test oracle.
 
-Written from ``shared/spec/generation.md`` §2.3 and §3.3 and the rules of the official ``transport`` package (not from
+Written from the official SiT code's ``transport`` package (``transport.py``, ``integrators.py``; not from
 mmcausal): ``Sampler.sample_sde`` sets the last step size to 0 when ``last_step`` is None; ``check_interval`` then
 integrates on ``[0, 1 - last_step_size]`` (the linear path with a velocity model has ``sample_eps = 0``, and
 ``t0 = 0`` for the ``sigma`` diffusion), so with no last step the grid ends at ``t = 1``. ``integrators.sde`` takes
