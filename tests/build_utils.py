@@ -28,5 +28,4 @@ def build_on_meta(cfg: Config, scope: Optional[str] = None) -> nn.Module:
 def registered_backbones() -> List[str]:
     """Names of every backbone class mmcausal registers in MMEngine's root ``MODELS`` (after ``import mmcausal``)."""
     return sorted(name for name, cls in MODELS.module_dict.items()
-                  if cls.__module__.startswith('mmcausal') and (
-                      issubclass(cls, BaseBackbone) or cls.__module__.startswith('mmcausal.models.backbones.')))
+                  if cls.__module__.startswith('mmcausal') and issubclass(cls, BaseBackbone))

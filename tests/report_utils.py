@@ -1,5 +1,5 @@
-"""The report of a user error as the tools print it (``mmcausal.utils.cli.report_lines``): detail lines, then one
-short last line that says what to change."""
+"""The report of a user error as the tools print it (``mmcausal.utils.error_report.report_lines``): detail lines,
+then one short last line that says what to change."""
 import re
 
 #: the longest last line a report may have (the details go on the lines above it)

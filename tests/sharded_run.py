@@ -119,8 +119,8 @@ def main(config: str, work_dir: Path) -> None:
     if dist.get_rank() == 0:
         check_consolidated(Config.fromfile(config), files)
         (work_dir / 'result.json').write_text(json.dumps(dict(log=reference_log, test_accuracy=accuracy)))
-    # the ranks end together: rank 1 destroying its gloo group while rank 0 still checks the files aborted it once
-    # (SIGABRT, "terminate called without an active exception", a clean-clone run of 52a3f9e)
+    # the ranks end together: rank 1 destroying its gloo group while rank 0 still checks the files can abort it
+    # (SIGABRT, "terminate called without an active exception")
     dist.barrier()
 
 

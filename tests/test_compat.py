@@ -111,7 +111,7 @@ def test_fixed_upstream_config_check_is_left_alone(monkeypatch):
 def test_checkpoint_shim_is_idempotent():
     from mmengine.runner import checkpoint as checkpoint_module
 
-    from mmcausal import compat
+    from mmcausal.compat import checkpoint_loader as compat
     proxy = checkpoint_module.torch
     compat.patch_checkpoint_loading()
     assert checkpoint_module.torch is proxy and isinstance(proxy, compat._TorchWithSafeLoad)

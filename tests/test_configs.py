@@ -43,8 +43,8 @@ def test_imagenet_recipes_follow_the_paper(arch):
 
 
 # ---------------------------------------------------------------------------------------------- UperNet
-# Official segmentation code (iLLaMA repository history d27201c, `segmentation/configs/doit/upernet/
-# upernet_doit_{tiny,base}_12_512_slide_160k_ade20k_ms.py`, `segmentation/backbone/doit.py`).
+# Official segmentation code (https://github.com/techmonsterwang/iLLaMA/tree/d27201c/segmentation:
+# `configs/doit/upernet/upernet_doit_{tiny,base}_12_512_slide_160k_ade20k_ms.py`, `backbone/doit.py`).
 @pytest.mark.parametrize('arch,width,drop_path', [('tiny', 192, 0.0), ('base', 768, 0.1)])
 def test_upernet_model_is_the_official_one(arch, width, drop_path):
     model = _config(f'upernet_illama-{arch}-p16_8xb2-160k_ade20k-512x512.py').model
@@ -201,17 +201,19 @@ def _upernet_illama():  # official iLLaMA UperNet: AdamW 3e-5, wd 0.05, layer de
             ('iters', 160000), False)
 
 
-def _pyramid_imagenet():  # notes §3.6 (deit): AdamW 1e-3 @ 1024, wd 0.05 (none on 1-D), 5 + 295 epochs, AMP
+def _pyramid_imagenet():  # deit/train_p_300.sh: AdamW 1e-3 @ 1024, wd 0.05 (none on 1-D), 5 + 295 epochs, AMP
     return ('mmpretrain', 'AdamW', 1e-3, 0.05, ADAMW, None, None, 1024,
             [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 300)], ('epochs', 300), True)
 
 
-def _pyramid_upernet():  # notes §5.2: AdamW 6e-5, wd 0.01 (none on norms), 1500 warm-up, poly to 160k, AMP
+# official twins_svt_lama_as-* configs:
+def _pyramid_upernet():  # AdamW 6e-5, wd 0.01 (none on norms), 1500 warm-up, poly to 160k, AMP
     return ('mmseg', 'AdamW', 6e-5, 0.01, ADAMW, None, None, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
             ('iters', 160000), True)
 
 
-def _pyramid_mask_rcnn(epochs):  # notes §5.3 / paper D.8: AdamW 1e-4, wd 0.05 (none on norms), 1000 warm-up, AMP
+# official twins Mask R-CNN config / paper D.8:
+def _pyramid_mask_rcnn(epochs):  # AdamW 1e-4, wd 0.05 (none on norms), 1000 warm-up, AMP
     return ('mmdet', 'AdamW', 1e-4, 0.05, ADAMW, None, None, 16, [('LinearLR', 0, 1000), ('MultiStepLR', 0, epochs)],
             ('epochs', epochs), True)
 
@@ -225,21 +227,22 @@ def _generation(kilo_iters):  # DiT / SiT train.py: AdamW 1e-4, wd 0, no schedul
     return ('mmpretrain', 'AdamW', 1e-4, 0.0, ADAMW, None, None, 256, [], ('iters', kilo_iters * 1000), False)
 
 
-# ours, reading deit #108 (M48↑448): batch 256, lr 5e-6 taken at that batch (2.5e-6 if it was deit's --lr, scaled by
-# batch / 512; the config states both),
+# ours, reading the deit maintainers' M48↑448 recipe (https://github.com/facebookresearch/deit/issues/108): batch 256,
+# lr 5e-6 taken at that batch (2.5e-6 if it was deit's --lr, scaled by batch / 512; the config states both),
 def _cait_finetune():  # wd 0.05, 60 epochs, 5 warm-up, x 0.5 every 10, fp16
     return ('mmpretrain', 'AdamW', 5e-6, 0.05, ADAMW, None, None, 256, [('LinearLR', 0, 5), ('StepLR', 0, 60)],
             ('epochs', 60), True)
 
 
-#: official recipes that decay biases and LayerScale (only norms are exempt): the pyramid dense runs (notes §5.2/5.3)
+#: official recipes that decay biases and LayerScale (only norms are exempt): the pyramid dense runs
+#: (official mmseg / mmdet configs)
 DECAY_BIASES = {f'pyramid_vision_llama/upernet_pyramid-vision-llama-{a}_8xb2-160k_ade20k-512x512.py'
                 for a in ('small', 'base', 'large')} | {
     'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-ms-crop-3x_coco.py',
     'pyramid_vision_llama/mask-rcnn_pyramid-vision-llama-base_fpn_8xb2-1x_coco.py'}
 
 
-def _defocus(lr, epochs, warmup, layers, batch):  # notes B3: AdamW wd 0.05, warm-up + per-step cosine, bf16 AMP
+def _defocus(lr, epochs, warmup, layers, batch):  # released yaml: AdamW wd 0.05, warm-up + per-step cosine, bf16 AMP
     return ('mmpretrain', 'AdamW', lr, 0.05, ADAMW, None, layers, batch,
             [('LinearLR', 0, warmup), ('CosineAnnealingLR', warmup, epochs)], ('epochs', epochs), True)
 
@@ -251,8 +254,9 @@ CLIP_GRAD = {'defocus/defocus-mamba-base_8xb64-300e_in1k.py': dict(max_norm=10.0
              # the paper-derived ViT / RetNet take the released Mamba recipe (no code exists for them)
              'defocus/defocus-vit-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
              'defocus/defocus-retnet-base_8xb64-300e_in1k.py': dict(max_norm=10.0)}
-#: the De-focus DINO configs (notes B4) -> their lr steps; they clip at 0.1, decay every parameter (no norm / bias
-#: exemption) and multiply the lr of names containing backbone / sampling_offsets / reference_points by 0.1
+#: the De-focus DINO configs (released detection/configs/dino/) -> their lr steps; they clip at 0.1, decay every
+#: parameter (no norm / bias exemption) and multiply the lr of names containing backbone / sampling_offsets /
+#: reference_points by 0.1
 DEFOCUS_DINO = {'defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-12e_coco.py': [11],
                 'defocus/dino-4scale_defocus-mamba-base-p16_sfp_8xb2-36e_coco.py': [27, 33]}
 CLIP_GRAD.update({name: dict(max_norm=0.1, norm_type=2) for name in DEFOCUS_DINO})
@@ -266,7 +270,7 @@ RECIPES = {
     'defocus/defocus-mamba-large_8xb32-fsdp-20e_in21k-pre_in1k-384px.py': _defocus(2e-5 * 256 / 512, 20, 2, 48, 256),
     'defocus/defocus-vit-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
     'defocus/defocus-retnet-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
-    # notes B4: AdamW 2e-4, wd 1e-4, 8 x 2 images, lr x 0.1 at the steps, fp32
+    # released DINO recipe: AdamW 2e-4, wd 1e-4, 8 x 2 images, lr x 0.1 at the steps, fp32
     **{name: ('mmdet', 'AdamW', 2e-4, 1e-4, ADAMW, None, 24, 16, [('MultiStepLR', 0, epochs)], ('epochs', epochs),
               False) for name, epochs in zip(DEFOCUS_DINO, (12, 36))},
     **{f'pyramid_vision_llama/pyramid-vision-llama-{a}_8xb128-300e_in1k.py': _pyramid_imagenet()
@@ -316,7 +320,7 @@ RECIPES = {
     'cait/upernet_cait-s24_8xb2-160k_ade20k-512x512.py':
         ('mmseg', 'AdamW', 6e-5, 0.05, ADAMW, 0.95, 24, 16, [('LinearLR', 0, 1500), ('PolyLR', 1500, 160000)],
          ('iters', 160000), True),
-    # DiT / SiT and their VisionLLaMA variants (spec generation.md §2.4): AdamW 1e-4 constant, wd 0, batch 256, fp32
+    # DiT / SiT and their VisionLLaMA variants (dit/train.py, sit/train.py): AdamW 1e-4 constant, wd 0, batch 256, fp32
     # (the official fp16 AMP is --amp); the rest of these recipes: tests/test_generation_configs.py
     **{str(path.relative_to(ROOT / 'configs')): _generation(2400 if '-2400k_' in path.name else 400)
        for folder in ('dit_llama', 'sit_llama') for path in (ROOT / 'configs' / folder).glob('*.py')
@@ -397,7 +401,7 @@ def test_full_config_recipe(name):
 @pytest.mark.parametrize('name', sorted(set(CLIP_GRAD) - set(DEFOCUS_DINO)))
 def test_defocus_no_decay_set_is_the_official_rule(name):
     """The official optimizer exempts 1-D parameters, biases, cls_token / pos_embed, names containing 'decay',
-    'alpha', 'beta' or 'gamma' and any name with a capital 'A' or 'D' (notes B3)."""
+    'alpha', 'beta' or 'gamma' and any name with a capital 'A' or 'D' (the released utils/config.py / main.py)."""
     cfg = Config.fromfile(str(ROOT / 'configs' / name))
     wrapper_cfg = dict(cfg.optim_wrapper.to_dict(), type='OptimWrapper')  # AmpOptimWrapper needs a GPU
     wrapper_cfg.pop('dtype', None)
@@ -417,13 +421,14 @@ def test_defocus_no_decay_set_is_the_official_rule(name):
     assert any(n.endswith('A_log' if 'mamba' in name else 'decay.log_rate') for n in no_decay)
 
 
-#: notes B4: DETR multi-scale augmentation (shorter side 480-800 step 32, max 1333; or 400/500/600 -> crop 384-600)
+#: the released DINO recipe: DETR multi-scale augmentation (shorter side 480-800 step 32, max 1333; or 400/500/600
+#: -> crop 384-600)
 DETR_SCALES = [(side, 1333) for side in range(480, 801, 32)]
 
 
 @pytest.mark.parametrize('name', sorted(DEFOCUS_DINO))
 def test_defocus_dino_recipe(name):
-    """The released De-focus Mamba-B + DINO recipe (notes B4); optimizer groups: test_full_config_recipe."""
+    """The released De-focus Mamba-B + DINO recipe; optimizer groups: test_full_config_recipe."""
     cfg = Config.fromfile(str(ROOT / 'configs' / name))
     model = cfg.model
     backbone = model.backbone
@@ -482,8 +487,8 @@ def test_defocus_dino_detector_runs():
 
 
 # ------------------------------------------------------------------------------------------------------------ CaiT
-# Paper Table 4 (uniform drop path d_r; LayerScale init as the official code) and the released archs (notes §2.1);
-# the ↑ configs keep each model's d_r except M48 (deit issue #108: 0.3).
+# Paper Table 4 (uniform drop path d_r; LayerScale init as the official code) and the released archs (cait_models.py);
+# the ↑ configs keep each model's d_r except M48 (0.3 in the deit maintainers' M48↑448 recipe).
 CAIT = ROOT / 'configs' / 'cait'
 #: config -> (arch, img_size, width, drop path, LayerScale init of the built model)
 CAIT_IN1K = {
@@ -511,8 +516,9 @@ def test_cait_configs_cover_the_released_models():
 
 @pytest.mark.parametrize('name', sorted(CAIT_IN1K))
 def test_cait_imagenet_recipe(name):
-    """Model, data and schedule details of paper Sec. 4.3 / Table 4 (224 px) and deit #108 (the ↑ stage); the
-    optimizer groups are checked by test_full_config_recipe and test_cait_no_decay_set_is_the_official_rule."""
+    """Model, data and schedule details of paper Sec. 4.3 / Table 4 (224 px) and the deit maintainers' M48↑448 recipe
+    (the ↑ stage); the optimizer groups are checked by test_full_config_recipe and
+    test_cait_no_decay_set_is_the_official_rule."""
     arch, size, width, drop_path, _ = CAIT_IN1K[name]
     cfg = _cait_config(name)
     model = cfg.model
@@ -554,7 +560,7 @@ def test_cait_imagenet_recipe(name):
     if size == 224:  # cosine to deit's --min-lr
         assert (main.eta_min, warmup.convert_to_iter_based, main.convert_to_iter_based) == (1e-5, True, True)
         assert cfg.get('load_from') is None
-    else:  # deit #108: decay-epochs 10, decay-rate 0.5 (timm's step schedule, per epoch), from the 224 px model
+    else:  # the M48↑448 recipe: decay-epochs 10, decay-rate 0.5 (timm's step schedule, per epoch), from 224 px
         assert (main.step_size, main.gamma, main.by_epoch, main.get('convert_to_iter_based', False)) == (
             10, 0.5, True, False)
         # the sharded variant starts from it through the model's init (FSDPStrategy's load_from is sharded)
@@ -579,8 +585,9 @@ def test_cait_layer_scale_init_is_the_official_code(name, init):
                                   'upernet_cait-s24_8xb2-160k_ade20k-512x512.py'])
 def test_cait_no_decay_set_is_the_official_rule(name):
     """deit's optimiser (timm's create_optimizer with the model's no_weight_decay()): no weight decay on every 1-D
-    parameter (norms, biases, LayerScale gammas), on pos_embed and on cls_token; every other parameter decays, the
-    2-D talking-heads mixers proj_l / proj_w included (notes §1.6). The UperNet config applies the same rule."""
+    parameter (norms, biases, LayerScale gammas), on pos_embed and on cls_token; every other parameter decays, the 2-D
+    talking-heads mixers proj_l / proj_w included (deit's timm optimizer factory). The UperNet config applies the same
+    rule."""
     cfg = _cait_config(name)
     scope = 'mmseg' if name.startswith('upernet') else 'mmpretrain'
     wrapper_cfg = dict(cfg.optim_wrapper.to_dict(), type='OptimWrapper')  # AmpOptimWrapper needs a GPU
@@ -602,7 +609,7 @@ def test_cait_no_decay_set_is_the_official_rule(name):
 
 
 def test_cait_upernet_model():
-    """Ours (no paper result): CaiT-S24 patch tokens of SA blocks 5/11/17/23 without the final norm (notes §3),
+    """Ours (no paper result): CaiT-S24 patch tokens of SA blocks 5/11/17/23 without the final norm,
     Feature2Pyramid, UPerHead (DeiT-S width 512) + FCN auxiliary head, from the converted S24_224 weights."""
     cfg = _cait_config('upernet_cait-s24_8xb2-160k_ade20k-512x512.py')
     model = cfg.model

@@ -1,4 +1,4 @@
-"""CUDA against CPU (issue 32, section 1), skipped without a GPU: every registered backbone (the backbone contract's
+"""CUDA against CPU, skipped without a GPU: every registered backbone (the backbone contract's
 tiny configurations) and the generation network give the CPU's fp32 outputs and gradients on the GPU, stay within a
 stated tolerance of them under bf16 autocast with finite gradients; the masked paths (iLLaMA's soft masks at
 0 < alpha < 1, windows with padding, the De-focus decay) are among the cases; SDPA takes the flash kernel where no mask
@@ -15,8 +15,8 @@ from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from mmcausal.models import DiffusionTransformer, ILLaMA, VisionLLaMA
-from mmcausal.models.backbones import DefocusViT
-from test_models.test_backbones.test_contract import CASES, ODD_SIZE, TINY_ARCH, _require, build
+from mmcausal.models.defocus import DefocusViT
+from test_models.test_contract import CASES, ODD_SIZE, TINY_ARCH, _require, build
 
 DEVICE = 'cuda'
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')

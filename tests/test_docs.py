@@ -1,6 +1,8 @@
 """The commands in the README and docs/ are real: every script they run exists, every option they pass is one the
-script (or the shared command-line code it uses) defines, and every config they name exists."""
+script (or the shared command-line code it uses) defines, and every config they name exists. No text of the
+repository narrates its history."""
 import re
+import subprocess
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
@@ -117,3 +119,83 @@ def test_converter_inputs_are_downloaded_files():
             read += [(document, files[0])] if files else []
     assert read and [(doc, src) for doc, src in read
                      if src not in written and src != 'SRC' and not src.startswith('work_dirs/')] == []
+
+
+# --- no history narration ------------------------------------------------------------------------------------------
+#: Comments, docstrings, configs and documents say what and why; they never narrate the project's history nor point
+#: at material outside the repository. Each pattern is one unambiguous kind of such a line.
+HISTORY_PATTERNS = [
+    ('an issue number (cite an upstream issue by its full URL)',
+     re.compile(r'(?i)\bissues?\s+#?\d+\b|(?<![\w&\'"/#])#\d{2,}\b(?!-)|\b[\w.-]+/[\w.-]+#\d+\b(?!-)')),
+    ('a reference to notes or a spec outside the repository',
+     re.compile(r'(?i)\bnotes\s+(?:`{0,2}[\w./-]+`{0,2}\s+)?(?:§|B\d\b)|\bnotes\s+`{0,2}[\w-]+\.md\b|\bnotes\s+B\d'
+                r'|\bspec(?:\'s)?\s+(?:`{0,2}[\w./-]+`{0,2}\s+)?(?:§|Sec\.)|\bspec\s+`{0,2}[\w-]+\.md\b|\bshared/spec\b'
+                r'|\b(?:the|engineering|official-code) notes\b(?!\s+on\b)|\bspec(?:\'s)? (?:table|pilot|formulas)\b')),
+    ('a commit hash', re.compile(r'(?<![\w/.\-#@=:\'"`])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w/\-])'
+                                 r'|(?i:\b(?:commit|CI of|run of|code of|since|before)\s+\d{7}\b(?![\d,.]|\s*[a-z]))')),
+    ('a review', re.compile(r'(?i)\b(?:the review|a review|reviewers?|cuda-review|review (?:asked|found|said))\b')),
+    ('words about the machinery the project was built with',
+     re.compile(r'(?i)\bsession (?:run|that|which|measured)\b|\b(?:this|that|another|one|earlier|later) session\b'
+                r'|\b(?:was|were) lent\b|\blent to\b|\bworkplace\b|\bdevice tool\b|\bfarm-\w|\bGPU host we\b'
+                r'|\bhelper (?:agent|session)\b|\b(?:sub-?|coding )agents?\b')),
+]
+#: Where a full URL is written, an issue number or a commit hash in it is a source, not history.
+URL = re.compile(r'(?:https?://|\bgithub\.com/)\S+')
+#: binary files, which the scan skips
+SKIPPED_SUFFIXES = ('.png', '.jpg', '.pth', '.pt', '.npz', '.so', '.tgz')
+
+
+def repository_text_files() -> List[Path]:
+    """The repository's own files (tracked, or new and not ignored), but for this one, which holds the patterns."""
+    listed = subprocess.run(['git', 'ls-files', '--cached', '--others', '--exclude-standard', '-z'], cwd=ROOT,
+                            capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip('not a git checkout')
+    listed = listed.stdout.split('\0')
+    files = [ROOT / name for name in listed if name and not name.endswith(SKIPPED_SUFFIXES)]
+    return [path for path in files if path.is_file() and path != Path(__file__).resolve()]
+
+
+def history_kinds(text: str) -> List[str]:
+    bare = URL.sub(' ', text)
+    return [kind for kind, pattern in HISTORY_PATTERNS if pattern.search(bare)]
+
+
+def history_lines() -> List[str]:
+    """``file:line: kind: text`` of every line that matches a pattern of :data:`HISTORY_PATTERNS`, alone or joined
+    to the next line (a reference wrapped over two lines, such as ``spec`` / ``generation.md §5.2``)."""
+    found = []
+    for path in repository_text_files():
+        try:
+            lines = path.read_text().splitlines()
+        except UnicodeDecodeError:
+            continue
+        for index, line in enumerate(lines):
+            kinds = history_kinds(line)
+            if not kinds and index + 1 < len(lines) and not history_kinds(lines[index + 1]):
+                kinds = history_kinds(line + ' ' + lines[index + 1].lstrip(' #*:-"\''))
+            if kinds:
+                found.append(f'{path.relative_to(ROOT)}:{index + 1}: {", ".join(kinds)}: {line.strip()}')
+    return found
+
+
+def test_history_patterns_catch_history_and_spare_sources():
+    for line in ['the fix of issue 44', 'see #45', 'open-mmlab/mmcv#3341', 'measured at 5bf1de0 on a busy machine',
+                 '(notes §3.4)', 'notes B2\'s reading', 'notes ``cait.md`` §1.3', 'spec generation.md §5.2',
+                 "the spec's pilot", 'No GPU was lent to this session.', 'the review that asked for it',
+                 'a clean-clone CI of 1258681', 'written from the notes']:
+        assert history_kinds(line), line
+    for line in ['https://github.com/facebookresearch/deit/issues/108', 'deit/blob/7e160fe/cait_models.py',
+                 'weights-inception-2015-12-05-6726825d.pth', 'sha256: ' + 'ab12' * 16, 'the 2400000.pt file',
+                 'once per test session', "the spec's keyword arguments", "@pytest.fixture(scope='session')",
+                 'ONNX Runtime session', '## 7. Steps', 'docs/get_started.md#5-choose-a-config',
+                 '#: the registrations', 'Compatibility notes', 'VisionLLaMA §4.1, Table 1', 'after 1000000 steps',
+                 'vit-base-p16_32xb128-mae_in1k.py', "color='#000000'", 'the release notes of CUDA']:
+        assert history_kinds(line) == [], line
+
+
+def test_no_history_narration_in_the_repository():
+    """Comments, docstrings, configs and documents say what and why, never when or who asked: no issue numbers, no
+    commit hashes, no notes or spec files outside the repository, no reviews, no words about how it was built."""
+    found = history_lines()
+    assert found == [], f'{len(found)} lines narrate history:\n' + '\n'.join(found)

@@ -1,8 +1,8 @@
-"""The generation configs (configs/dit_llama, configs/sit_llama; issue 31 §3): every row of the paper's Tables 1, 8 and
-9 has a config, each builds without diffusers or the VAE files, its network has the official parameter count (spec
-generation.md §1.7, minus the N x D sin-cos table our networks compute instead of storing) and it carries the
-official recipe and sampling preset, and converted official weights load into it. The optimizer, batch and schedule
-are checked with every full config in tests/test_configs.py, the FSDP variants in
+"""The generation configs (configs/dit_llama, configs/sit_llama): every row of the paper's Tables 1, 8 and 9 has a
+config, each builds without diffusers or the VAE files, its network has the official parameter count (``sum(p.numel())``
+of the official models, minus the N x D sin-cos table our networks compute instead of storing) and it carries the
+official recipe and sampling preset, and converted official weights load into it. The optimizer, batch and schedule are
+checked with every full config in tests/test_configs.py, the FSDP variants in
 tests/test_engine/test_sharded_training.py."""
 import sys
 from pathlib import Path
@@ -17,7 +17,7 @@ from reference.official_dit import build_official
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ('dit_llama', 'sit_llama')
-#: spec §1.7: (size, patch, block) -> the official model's parameter count (sum(p.numel()), with the N x D table)
+#: (size, patch, block) -> the official model's parameter count (sum(p.numel()), with the N x D table)
 OFFICIAL_COUNTS = {
     ('small', 2, 'dit'): 32_963_360, ('small', 2, 'llama'): 32_940_320,
     ('base', 2, 'dit'): 130_512_416, ('base', 2, 'llama'): 130_466_336,

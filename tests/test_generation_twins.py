@@ -1,4 +1,4 @@
-"""The image-generation CPU twins generate (issue 31 §6; spec generation.md §5.2-5.3): the tiny autoencoder, then
+"""The image-generation CPU twins generate: the tiny autoencoder, then
 DiT-LLaMA-nano (DDPM) and SiT-LLaMA-nano (linear interpolant) trained from scratch through ``tools/train.py`` on its
 latents of the real shapes images at 32 px, sampled through ``tools/generation/sample.py`` without and with
 classifier-free guidance, and judged through ``tools/generation/evaluate.py`` by the independent judge (a CNN trained

@@ -16,7 +16,7 @@ from mmengine.registry import init_default_scope
 from mmengine.structures import InstanceData
 
 from e2e_utils import ROOT
-from mmcausal.utils.cli import read_config
+from mmcausal.utils.config_reading import read_config
 
 #: the full configs (the CPU twins, ``*_shapes-*``, train without AMP)
 CONFIGS = sorted(path for path in (ROOT / 'configs').glob('*/*.py') if path.parent.name != '_base_'
@@ -183,7 +183,7 @@ def restore_determinism():
 @pytest.mark.parametrize('given, expected', [(None, ':4096:8'), (':16:8', ':16:8')])
 def test_deterministic_randomness_configures_cublas(given, expected, monkeypatch, restore_determinism):
     """``randomness=dict(deterministic=True)`` reaches mmengine's ``set_random_seed`` (also through the exact-resume
-    loops' import), which now sets the cuBLAS workspace that deterministic CUDA matmuls need, keeping a given one."""
+    loops' import), which sets the cuBLAS workspace that deterministic CUDA matmuls need, keeping a given one."""
     from mmengine.runner import Runner
     if given is None:
         monkeypatch.delenv('CUBLAS_WORKSPACE_CONFIG', raising=False)

@@ -8,10 +8,10 @@ from mmengine.registry import MODELS as ROOT_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as ROOT_CONSTRUCTORS
 
 from mmcausal.engine import LayerDecayOptimWrapperConstructor, SoftMaskHook
-from mmcausal.models.backbones import ILLaMA, PyramidVisionLLaMA, VisionLLaMA
+from mmcausal.models.illama import ILLaMA
 from mmcausal.models.layers import RMSNorm
 from mmcausal.models.necks import SimpleFeaturePyramid
-from mmcausal.models.selfsup import MAEVisionLLaMA
+from mmcausal.models.vision_llama import MAEVisionLLaMA, PyramidVisionLLaMA, VisionLLaMA
 
 LIBRARIES = ('mmpretrain', 'mmseg', 'mmdet')
 # what must be registered, named by the classes themselves (never read back from the registries under test)

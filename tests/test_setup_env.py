@@ -398,7 +398,7 @@ class FakeHost:
 
 def test_setup_on_a_cpu_host_installs_pypis_torch_and_keeps_the_cpu_wheel(tmp_path):
     host = FakeHost(tmp_path, driver=None, torch_version='2.14.1+cu130', distribution='2.14.1')
-    host.cached_wheel('2.14.1')  # the name earlier set-ups gave the CPU-ops wheel
+    host.cached_wheel('2.14.1')  # the plain name of a CPU-ops wheel already in a cache
     result = host.run()
     assert result.returncode == 0, result.stdout + result.stderr
     torch_install = [call for call in host.calls('uv ') if 'torch.txt' in call]

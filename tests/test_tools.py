@@ -139,6 +139,11 @@ def test_benchmark_tool_puts_configs_side_by_side_each_in_its_own_process():
         assert fastest <= float(row['ms / step']) <= slowest
     assert rows[0]['params (M)'] == rows[1]['params (M)']  # same parameters: only the attention path differs
     assert float(rows[0]['time x']) == 1.0 and float(rows[0]['saved x']) == 1.0
+    # the second row's time ratio to the first, from the printed speeds (images/s: the same batch over each step
+    # time), within the rounding of the three columns (0.005 each)
+    speed, other_speed = (float(row['images/s']) for row in rows)
+    time_ratio = speed / other_speed
+    assert float(rows[1]['time x']) == pytest.approx(time_ratio, abs=0.005 + 0.005 * (1 + time_ratio) / other_speed)
     assert all(float(row['peak MiB']) > 0 and float(row['images/s']) > 0 and float(row['saved MiB']) > 0
                for row in rows)
 
@@ -243,7 +248,7 @@ def test_benchmark_onnxruntime_times_the_exported_model_in_onnx_runtime(tmp_path
     export's memory is not the case's peak), and every step is a run of the ONNX Runtime session (the warm-up and
     each repeat), not of the PyTorch model."""
     onnxruntime = pytest.importorskip('onnxruntime')
-    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    from mmcausal.analysis import benchmark
     monkeypatch.setattr(benchmark, 'export_for_onnxruntime', lambda *args: pytest.fail('exported in this process'))
     runs = []
     run = onnxruntime.InferenceSession.run
@@ -305,7 +310,7 @@ def test_benchmark_tools_refuse_bad_options_in_one_line(monkeypatch):
     for options in (['--memory-limit-gib', '0'], ['--impls', 'triton'], ['--device', 'cuda', '--impls', 'cpu_kernel']):
         with pytest.raises(SystemExit):
             scan.parse_args(options)
-    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    from mmcausal.analysis import benchmark_models as benchmark
 
     def create_model(name, pretrained, **kwargs):
         raise RuntimeError(f'Unknown model ({name})')
@@ -321,7 +326,7 @@ def test_benchmark_tools_refuse_bad_options_in_one_line(monkeypatch):
 def test_benchmark_runs_a_timm_model_beside_a_config():
     """A ``timm::`` spec is timm's model (here stubbed: timm is optional) built with the spec's keyword arguments,
     ``num_classes=0`` with ``--backbone-only``, called as a classifier is."""
-    benchmark = _load_tool('tools/analysis_tools/benchmark.py')
+    from mmcausal.analysis import benchmark_models as benchmark
     created = []
 
     def create_model(name, pretrained, **kwargs):
@@ -368,14 +373,27 @@ def test_attention_benchmark_divides_every_row_by_the_bidirectional_row(monkeypa
         assert '--cases' in capsys.readouterr().err
 
 
-def test_attention_benchmark_runs_the_real_kernels():
-    """One real run on CPU: the rows come in the order asked, the bidirectional row is its own reference."""
-    result = run_python([sys.executable, 'tools/analysis_tools/benchmark_attention.py', '--device', 'cpu',
-                         '--tokens', '16', '40', '--batch', '1', '--heads', '2', '--head-dim', '8',
-                         '--repeats', '1', '--cases', 'causal:0.5', 'bidirectional', 'official:0.5'],
-                        cwd=ROOT, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+def test_attention_benchmark_runs_the_real_kernels(monkeypatch, capsys):
+    """One real run on CPU (the real kernels, timed): the rows come in the order asked, each case is timed once per
+    length, a row's ``ms`` is the time measured for its case and its ``x bidir`` that time over the time measured for
+    the bidirectional case at the same length (computed here from the recorded times)."""
+    tool = _load_tool('tools/analysis_tools/benchmark_attention.py')
+    measured = []
+    measure = tool.measure
+
+    def record(mode, alpha, shape, *args):
+        row = measure(mode, alpha, shape, *args)
+        measured.append(((shape[2], mode, alpha), row['ms']))
+        return row
+
+    monkeypatch.setattr(tool, 'measure', record)
+    tool.main(['--device', 'cpu', '--tokens', '16', '40', '--batch', '1', '--heads', '2', '--head-dim', '8',
+               '--repeats', '1', '--cases', 'causal:0.5', 'bidirectional', 'official:0.5'])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
     assert [row[:3] for row in rows] == [[tokens, mode, alpha] for tokens in ('16', '40') for mode, alpha in
                                          (('causal', '0.50'), ('bidirectional', '0.00'), ('official', '0.50'))]
-    assert [row[4] for row in rows[1::3]] == ['1.000', '1.000']
+    ms = dict(measured)
+    assert len(ms) == len(measured) == 6
+    for tokens, mode, alpha, printed_ms, ratio in rows:
+        own, bidirectional = ms[int(tokens), mode, float(alpha)], ms[int(tokens), 'bidirectional', 0.]
+        assert (printed_ms, ratio) == (f'{own:.1f}', f'{own / bidirectional:.3f}'), (tokens, mode, ms)

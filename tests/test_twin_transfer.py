@@ -66,7 +66,7 @@ def test_twin_learns_an_independent_draw(shapes_v3_root, tmp_path, config, layou
     records = logged_records(tmp_path)
     losses = [r['loss'] for r in records if 'loss' in r]
     # by 10 %: on v3 the classification twins' label-smoothed losses end at 0.82-0.84 of their start (ln 4) at 40-72 %
-    # top-1 (the clean-clone CI of 1258681); the metric's bar below is the test of what they learnt
+    # top-1; the metric's bar below is the test of what they learnt
     assert loss_falls(losses, fraction=0.9), f'loss did not fall: first {losses[:3]} ... last {losses[-3:]}'
     metric, bar = BARS[layout]
     evaluations = [r for r in records if metric in r]

@@ -80,8 +80,8 @@ build_mmcv() {
   # MMCV_OPS, MMCV_CXX20, MMCV_BUILD_ENV (array), MMCV_BUILD_PROBLEM; an impossible setting stops here (one line).
   plan="$("$python" "$PLAN")" || exit 1
   eval "$plan"
-  # TORCH_BUILD is the torch distribution's version: 2.14.1 for PyPI's wheel, so a CPU-ops wheel keeps the name
-  # every earlier version of this script used on CPU machines and their caches stay valid; a build from PyTorch's
+  # TORCH_BUILD is the torch distribution's version: 2.14.1 for PyPI's wheel, so a CPU-ops wheel has the plain
+  # name (torch2.14.1), which CPU-ops wheels already in a cache have; a build from PyTorch's
   # index carries its label (torch2.14.1+cu128), and a CUDA-ops wheel gets its own directory (...-cp311-cu13.0-sm90).
   WHEEL_DIR="$CACHE/wheels/mmcv-$MMCV_VERSION-torch$torch_build-$py_tag"
   [[ "$MMCV_OPS" == cpu ]] || WHEEL_DIR="$WHEEL_DIR-$MMCV_OPS"
@@ -95,7 +95,7 @@ build_mmcv() {
   build="$(mktemp -d)"
   "${pip[@]}" download -q --no-deps --no-binary :all: "mmcv==$MMCV_VERSION" -d "$build"
   tar -xzf "$build/mmcv-$MMCV_VERSION.tar.gz" -C "$build"
-  # torch>=2.14 headers require C++20; mmcv hard-codes -std=c++17 (open-mmlab/mmcv#3341).
+  # torch>=2.14 headers require C++20; mmcv hard-codes -std=c++17 (https://github.com/open-mmlab/mmcv/issues/3341).
   if [[ "$MMCV_CXX20" == 1 ]]; then
     sed -i 's/-std=c++17/-std=c++20/g; s#/std:c++17#/std:c++20#g' "$build/mmcv-$MMCV_VERSION/setup.py"
   fi
@@ -113,7 +113,7 @@ build_mmcv() {
 build_scan_kernel() {
   log "CPU selective-scan kernel (De-focus Mamba)"
   "$1" - <<'PYSCAN' || true
-from mmcausal.models.backbones.defocus.cpu_scan import cpu_scan_extension
+from mmcausal.models.defocus.scans.cpu import cpu_scan_extension
 module, reason = cpu_scan_extension()
 print(f'  built: {module.__file__}' if module else f'  WARNING: not built ({reason}); the chunked PyTorch scan runs '
       'instead (MMCAUSAL_VERBOSE_BUILD=1 shows the compiler output)')
@@ -242,8 +242,8 @@ log "OpenMMLab stack, test tools and mmcausal (editable)"
 "${UV[@]}" "${REINSTALL[@]}" "$WHEEL_DIR"/mmcv-*.whl -r "$REQ/runtime.txt" -r "$REQ/tests.txt"
 "${UV[@]}" --no-deps --no-build-isolation -e "$ROOT"
 # The bytecode of the whole site-packages, written once here (about 20 s on 2 cores). Where PYTHONDONTWRITEBYTECODE
-# is set (this project's CI machines) Python never writes .pyc files itself, so every new interpreter compiled
-# torch's and OpenMMLab's sources again: importing the stack took 16 s instead of 6 s on 2 cores. compileall reports
+# is set (this project's CI machines) Python never writes .pyc files itself, so every new interpreter would compile
+# torch's and OpenMMLab's sources again: importing the stack takes 16 s instead of 6 s on 2 cores. compileall reports
 # the few files that are not Python 3.11 (a Python 3.12 test helper of torch) and goes on; nothing imports them.
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 "$VENV/bin/python" -m compileall -q -j 0 "$SITE" >/dev/null || true

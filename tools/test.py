@@ -17,7 +17,8 @@ import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal b
 from mmcausal.apis import run
 from mmcausal.engine.hooks import EmptyDetectionsHook
 from mmcausal.utils import end_distributed_run
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments
+from mmcausal.utils.config_reading import load_config
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

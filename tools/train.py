@@ -25,13 +25,9 @@ from mmengine.logging import print_log
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
 from mmcausal.apis import run
 from mmcausal.utils import end_distributed_run
-from mmcausal.utils.cli import (
-    add_common_arguments,
-    check_checkpoint_argument,
-    check_common_arguments,
-    load_config,
-    skip_pretrained_replaced_by_load_from,
-)
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments
+from mmcausal.utils.config_check import skip_pretrained_replaced_by_load_from
+from mmcausal.utils.config_reading import load_config
 
 RESUME_LATEST = 'auto'
 

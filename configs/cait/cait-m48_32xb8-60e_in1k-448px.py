@@ -1,11 +1,11 @@
-# CaiT-M48 fine-tuned at 448 px (paper "M-48↑448Υ", Table 5): the recipe the deit maintainer gave for exactly this
-# model (facebookresearch/deit issue #108, notes §4; read as in cait-s24_8xb32-60e_in1k-384px.py, whose header
+# CaiT-M48 fine-tuned at 448 px (paper "M-48↑448Υ", Table 5): the recipe the deit maintainers gave for exactly this
+# model (https://github.com/facebookresearch/deit/issues/108; read as in cait-s24_8xb32-60e_in1k-384px.py, whose header
 # states the open points): batch 256 (here 32 GPUs x 8), lr 5e-6, 60 epochs, wd 0.05, 5 warm-up epochs, lr x 0.5
 # every 10 epochs, repeated augmentation, RandAugment, random erasing, mixup 0.8, cutmix 1.0, smoothing 0.1, and
-# drop path 0.3 (#108; the 224 px pre-training uses Table 4's 0.4). Arch: C 768, 48 SA blocks, 16 heads, LayerScale
-# 1e-6. The official run fine-tuned WITH distillation (RegNetY-16GF teacher); this config does not (mmpretrain has
-# no DeiT hard-distillation loss for a single-head model). Also evaluates the released M48_448.pth (86.5 top-1,
-# Table 5 and the official README; the official README advises evaluating M48 in fp32, which tools/test.py does).
+# drop path 0.3 (that recipe's; the 224 px pre-training uses Table 4's 0.4). Arch: C 768, 48 SA blocks, 16 heads,
+# LayerScale 1e-6. The official run fine-tuned WITH distillation (RegNetY-16GF teacher); this config does not
+# (mmpretrain has no DeiT hard-distillation loss for a single-head model). Also evaluates the released M48_448.pth (86.5
+# top-1, Table 5 and the official README; the official README advises evaluating M48 in fp32, which tools/test.py does).
 # The paper reports no non-distilled M-48 number. 356,460,520 parameters at 448 px (356,008,936 at 224).
 # Only the 448 px model was released, so there is no 224 px config here; pre-train with the base recipe:
 #   bash tools/dist_train.sh configs/cait/cait-s24_8xb128-400e_in1k.py 8 \

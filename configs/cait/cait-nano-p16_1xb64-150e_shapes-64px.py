@@ -6,15 +6,15 @@
 # 32, patch 16: 16 tokens), data, augmentation (no RandAugment / erasing / mixup / cutmix: 400 images, 4 classes),
 # sampler (no repeated augmentation: on one process its 3 copies of an image land in the same batch), batch 64,
 # lr 2e-3, schedule (150 epochs, 5 warm-up) and no AMP (needs a GPU) differ. LayerScale init 0.1: the paper's rule
-# for depth <= 18 (Sec. 2; deit issue #122).
-# Why 150 epochs of batch 64 (issue 29 §6): on the shapes v3 draw (either contrast polarity, any rotation) the
-# earlier 30 epochs of batch 16 stayed at chance (26 top-1; loss near ln 4): with random polarity the first-order
+# for depth <= 18 (Sec. 2; confirmed by the deit maintainers, https://github.com/facebookresearch/deit/issues/122).
+# Why 150 epochs of batch 64: on the shapes v3 draw (either contrast polarity, any rotation) 30 epochs of batch 16
+# stay at chance (26 top-1; loss near ln 4): with random polarity the first-order
 # signal of a near-linear network cancels, and this absolute-position GELU transformer leaves the plateau late (a
 # stock mmpretrain ViT of the same size and recipe: 36). None of identity-initialised talking-heads mixers,
-# LayerScale 1, GAP instead of the class stage, batch 8, patch 8, flips/rotations/inversion moved it out of the
-# noise in 30 epochs. More samples did: at 16 tokens a step is mostly fixed cost (0.8 ms per image at batch 128,
-# 1.8 at batch 16), so 150 epochs of batch 64 cost about 2x the old run and reach 45 / 42 top-1 on two v3 draws
-# (one seed each through tools/train.py; an in-process proxy: 49, 47, 45 over draws and seeds), 95 on v2 and 98 on
+# LayerScale 1, GAP instead of the class stage, batch 8, patch 8, flips/rotations/inversion moves it out of the
+# noise in 30 epochs. More samples do: at 16 tokens a step is mostly fixed cost (0.8 ms per image at batch 128,
+# 1.8 at batch 16), so 150 epochs of batch 64 cost about 2x 30 epochs of batch 16 and reach 45 / 42 top-1 on two v3
+# draws (one seed each through tools/train.py; an in-process proxy: 49, 47, 45 over draws and seeds), 95 on v2 and 98 on
 # the embedded v1 draw.
 _base_ = ['./cait-s24_8xb128-400e_in1k.py', '../_base_/datasets/shapes_imagenet.py']
 

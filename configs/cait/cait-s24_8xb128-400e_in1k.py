@@ -1,25 +1,27 @@
 # CaiT-S24 on ImageNet-1K at 224 px from scratch: the paper's recipe (Touvron et al., "Going deeper with Image
-# Transformers", ICCV 2021, Sec. 4.3 and Table 4; notes shared/spec/cait.md §4). The shared base of every CaiT config
-# in this folder: the others inherit it and change only what differs.
+# Transformers", ICCV 2021, Sec. 4.3 and Table 4; the deit maintainers' answers where the paper is silent). The shared
+# base of every CaiT config in this folder: the others inherit it and change only what differs.
 #
 # Paper numbers for this model (Table 3): 82.7 top-1 trained as here, 83.5 with distillation (S-24Υ). ALL released
 # checkpoints are the hard-distilled (Υ) models (DeiT hard distillation on the single class head, RegNetY-16GF teacher;
-# notes §2.1 / §3). This config trains WITHOUT distillation (mmpretrain has no DeiT hard-distillation loss for a
-# single-head model), so a run of it targets the paper's non-distilled 82.7; the converted S24_224.pth gives 83.5.
+# the official README and paper App. B). This config trains WITHOUT distillation (mmpretrain has no DeiT
+# hard-distillation loss for a single-head model), so a run of it targets the paper's non-distilled 82.7; the converted
+# S24_224.pth gives 83.5.
 #
-# Model (notes §1, §2.1): arch 's24' = C 384, 24 SA blocks, 8 heads, 2 class-attention blocks, LayerScale init 1e-5
-# (the arch default, = Table 4 and the official code), LN eps 1e-6, qkv bias; 46,916,200 parameters with the
-# 1000-class head. Stochastic depth d_r = 0.1 (Table 4), UNIFORM over the SA blocks and 0 in the CA blocks (Sec.
-# 4.1.1; the backbone's drop_path_rate is the constant rate). Head: Linear(384, 1000), trunc-normal(0.02) / zero bias
-# as the official init; loss: label smoothing 0.1 (mmpretrain's DeiT configs: LabelSmoothLoss 'original', which
-# smooths the mixed targets as timm's Mixup does).
+# Model (the official cait_models.py registrations): arch 's24' = C 384, 24 SA blocks, 8 heads, 2 class-attention
+# blocks, LayerScale init 1e-5 (the arch default, = Table 4 and the official code), LN eps 1e-6, qkv bias; 46,916,200
+# parameters with the 1000-class head. Stochastic depth d_r = 0.1 (Table 4), UNIFORM over the SA blocks and 0 in the CA
+# blocks (Sec. 4.1.1; the backbone's drop_path_rate is the constant rate). Head: Linear(384, 1000), trunc-normal(0.02) /
+# zero bias as the official init; loss: label smoothing 0.1 (mmpretrain's DeiT configs: LabelSmoothLoss 'original',
+# which smooths the mixed targets as timm's Mixup does).
 #
 # Recipe ("identical to DeiT except mentioned otherwise", Sec. 4.3; the DeiT values are deit main.py's defaults):
 # - batch 1024 = 8 GPUs x 128 (Sec. 4.3), 400 epochs (Sec. 4.3 / Table 3), repeated augmentation x3 (Sec. 4.3;
-#   deit's RASampler, kept at 3 per deit issue #104; mmpretrain's RepeatAugSampler).
+#   deit's RASampler, kept at 3 per the deit maintainers, https://github.com/facebookresearch/deit/issues/104;
+#   mmpretrain's RepeatAugSampler).
 # - AdamW lr 1e-3 at batch 1024 (Sec. 4.3; = DeiT's 5e-4 per 512, linearly scaled: auto_scale_lr base 1024), betas
 #   (0.9, 0.999) and eps 1e-8 (timm defaults), weight decay 0.05 (Sec. 4.3). No weight decay on 1-D parameters
-#   (norms, biases, the LayerScale gammas), pos_embed and the class token (notes §1.6: deit's timm optimizer factory
+#   (norms, biases, the LayerScale gammas), pos_embed and the class token (deit's timm optimizer factory
 #   exempts 1-D parameters and biases, the model's no_weight_decay() adds pos_embed and cls_token; ours are
 #   backbone.pos_embed and backbone.class_attn.cls_token). The talking-heads proj_l / proj_w weights (2-D) decay.
 # - cosine schedule with 5 linear warm-up epochs (Sec. 4.3); start 1e-6 and floor 1e-5 are deit's --warmup-lr /

@@ -7,17 +7,17 @@
 # WITHOUT distillation (mmpretrain has no DeiT hard-distillation loss for a single-head model): it targets 84.3.
 #
 # The paper gives no fine-tuning recipe beyond "fine-tune at higher resolution" (Sec. 4.3). The only one disclosed
-# is the maintainer's for M48↑448Υ (facebookresearch/deit issue #108, notes §4): batch 256, lr 5e-6, 60 epochs,
-# weight decay 0.05, 5 warm-up epochs, decay-epochs 10 / decay-rate 0.5, repeated augmentation, label smoothing
+# is the deit maintainers' for M48↑448Υ (https://github.com/facebookresearch/deit/issues/108): batch 256, lr 5e-6, 60
+# epochs, weight decay 0.05, 5 warm-up epochs, decay-epochs 10 / decay-rate 0.5, repeated augmentation, label smoothing
 # 0.1, RandAugment, random erasing, drop path 0.3, mixup 0.8, cutmix 1.0, with distillation. We apply it to every
 # ↑384 / ↑448 config (OUR choice: the paper is silent for the other models), except:
-# - drop path: each model keeps its Table 4 d_r (here 0.1); only the M48 config uses #108's 0.3.
+# - drop path: each model keeps its Table 4 d_r (here 0.1); only the M48 config uses that recipe's 0.3.
 # - no distillation (above).
-# Read from #108 and the deit code, stated because the issue leaves it open:
+# Read from that recipe and the deit code, stated because the recipe leaves it open:
 # - lr 5e-6 at batch 256 as quoted (8 GPUs x 32; auto_scale_lr base 256). If it is deit main.py's --lr, which the
 #   script scales by batch / 512, the effective rate was 2.5e-6: `--cfg-options optim_wrapper.optimizer.lr=2.5e-6`.
-# - schedule: #108 names no scheduler, but its decay-epochs 10 / decay-rate 0.5 act only under deit's `--sched step`
-#   (timm's step scheduler: lr x 0.5 every 10 epochs, counted from epoch 0, stepped per epoch); under the default
+# - schedule: the recipe names no scheduler, but its decay-epochs 10 / decay-rate 0.5 act only under deit's `--sched
+#   step` (timm's step scheduler: lr x 0.5 every 10 epochs, counted from epoch 0, stepped per epoch); under the default
 #   cosine they are unused and the cosine would end at deit's --min-lr 1e-5, above the 5e-6 peak. So: a linear
 #   warm-up over 5 epochs from deit's --warmup-lr 1e-6, then StepLR(10 epochs, x 0.5).
 # - everything else as in the 224 px base: AdamW (0.9, 0.999), eps 1e-8, no decay on 1-D parameters / pos_embed /

@@ -1,16 +1,16 @@
 # UperNet with CaiT-S24 on ADE20K: OUR recipe. The CaiT paper has no segmentation result and no official dense code
-# exists; the model follows notes shared/spec/cait.md §3 and the optimisation follows this repository's VisionLLaMA
+# exists; the model's dense use is ours (docs/models.md) and the optimisation follows this repository's VisionLLaMA
 # UperNet recipe (configs/vision_llama/upernet_vision-llama-base-p16_8xb2-160k_ade20k-512x512.py, the VisionLLaMA
 # paper's D.6 = mmseg's BEiT / MAE ViT recipe). Nobody has trained this config.
 #
 # Model:
 # - backbone: CaiT-S24 at 512 px (32x32 patches; the converter below resizes the 14x14 table to 32x32, bicubic,
-#   notes §3; a checkpoint with another grid is resized on load, and inputs of other sizes at run time),
-#   out_type='featmap' on the patch tokens of SA blocks 5 / 11 / 17 / 23 (notes §3: evenly spaced for 24 blocks, as
+#   as deit's --finetune; a checkpoint with another grid is resized on load, and inputs of other sizes at run time),
+#   out_type='featmap' on the patch tokens of SA blocks 5 / 11 / 17 / 23 (evenly spaced for 24 blocks, as
 #   ViT-B's 2/5/8/11). Dense use needs only the SA stage: the class-attention stage never changes the patch
 #   tokens, so class_attn, cls_token and the final norm are not built. feature_norm='none': the final `norm` only
-#   ever saw the class token in training (notes §1.5 / §3), and the neck has its own norms. drop path 0.1 = S24's
-#   Table 4 rate, uniform (also mmseg's DeiT-S UperNet rate).
+#   ever saw the class token in training (official cait_models.py keeps only token 0), and the neck has its own norms.
+#   drop path 0.1 = S24's Table 4 rate, uniform (also mmseg's DeiT-S UperNet rate).
 # - neck: mmseg Feature2Pyramid, rescales 4 / 2 / 1 / 0.5 (strides 4 / 8 / 16 / 32 from the stride-16 maps), as the
 #   BEiT / MAE recipes of mmseg.
 # - heads (inherited from mmseg's MAE ViT-B UperNet): UPerHead (pool scales 1/2/3/6, SyncBN) on [384] x 4 with 512
@@ -21,7 +21,7 @@
 #   (keys under `backbone.`; the config makes it a dense conversion: the CA stage, norm and head are dropped).
 #
 # Optimiser (the VisionLLaMA UperNet recipe, ours here): AdamW lr 6e-5, betas (0.9, 0.999), wd 0.05, no decay on
-# 1-D parameters (norms, biases, LayerScale gammas) nor on pos_embed (CaiT's own no-decay rule, notes §1.6), fp16 AMP
+# 1-D parameters (norms, biases, LayerScale gammas) nor on pos_embed (CaiT's own no-decay rule), fp16 AMP
 # (AmpOptimWrapper, dynamic loss scale), batch 16 = 8 GPUs x 2, 1500 linear warm-up iterations from 1e-6 then poly
 # (power 1) to 0 at 160k. Layer-wise lr decay through mmcausal's LayerDecayOptimWrapperConstructor (the backbone's
 # get_layer_depth: patch_embed / pos_embed id 0, SA block i id i + 1, neck and heads x 1) at rate 0.95, NOT

@@ -1,5 +1,5 @@
 # De-focus Mamba-B on ImageNet-1K from scratch (paper Table 1: 82.0 top-1; the released
-# classification/configs/defocus_mamba_base.yaml, notes B3). Batch 512 = 8 GPUs x 64 (official: 16 x 32, the same
+# classification/configs/defocus_mamba_base.yaml). Batch 512 = 8 GPUs x 64 (official: 16 x 32, the same
 # total, so the linearly scaled lr is the base 5e-4), 300 epochs, 20 linear warm-up epochs from 5e-7 then cosine to
 # 5e-6 per step, AdamW wd 0.05, gradient clipping at 10, EMA 0.9999 every step, bf16 autocast (no loss scaling: a
 # static scale of 1; mmengine's GradScaler then only skips steps whose gradients are not finite),

@@ -1,10 +1,10 @@
 # De-focus Mamba-L fine-tuned on ImageNet-1K at 384 px from the 192 px ImageNet-22K model (paper Table 1: 85.9
-# top-1; the released classification/configs/defocus_mamba_large.yaml, notes B3): batch 256 = 8 GPUs x 32 (the
+# top-1; the released classification/configs/defocus_mamba_large.yaml): batch 256 = 8 GPUs x 32 (the
 # official per-GPU size), AdamW lr 2e-5 x 256 / 512, wd 0.05, 20 epochs with 2 linear warm-up epochs (from 5e-7 x
 # 256/512) then cosine to 5e-6 x 256/512 per step, gradient clipping at 10, EMA 0.9999, bf16 autocast, mixup 0.8 in
 # half the batches (no cutmix), label smoothing 0.1, no RandAugment / color jitter / erasing, drop path 0.1 -> 0.7
-# per epoch, auxiliary per-token loss, MLP heads (Linear 3D -> Tanh -> Linear). Repeated augmentation is off: the
-# notes (B3) list it for the base recipe only.
+# per epoch, auxiliary per-token loss, MLP heads (Linear 3D -> Tanh -> Linear). Repeated augmentation is off: of the
+# released yaml files only defocus_mamba_base.yaml sets it.
 #
 # Resolution transfer as released: delta_scale_factor 2.0 and rope_scale_factor 4.0 (r = 384 / 192 = 2: Delta / r,
 # positions / r^2). `img_size=192, delta_scale_factor='auto', rope_scale_factor='auto'` gives the same numbers.

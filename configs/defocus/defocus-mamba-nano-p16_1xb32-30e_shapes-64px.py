@@ -4,11 +4,10 @@
 # AdamW with the official no-decay rules, gradient clipping, scheduled drop path and EMA; the sizes, data,
 # augmentation (no RandAugment / erasing / mixup / cutmix: 400 images, 4 classes), schedule, the EMA momentum (a
 # 0.9999 average would not move in 400 steps), the sampler and no AMP (needs a GPU) differ. The sampler: the
-# recipe's RepeatAugSampler (3 repeats) on one process keeps the epoch length, so each epoch saw only a third of
-# the images, each three times in one batch. With the DefaultSampler a draft of the v3 draw (smaller shapes) went
-# from 33 to 41 top-1, a later draft 31 (one seed each: within the seed noise of these runs); v3 itself gives 63 on
-# the twin-transfer test's draw (seed 3) and 55 on seed 0. Patch 16 on 64 px
-# (16 tokens + cls): the scan's cost grows with the tokens, and 8 px patches took twice as long for no better result.
+# recipe's RepeatAugSampler (3 repeats) on one process keeps the epoch length, so each epoch would see only a third of
+# the images, each three times in one batch; the DefaultSampler shows each image once per epoch. It gives 63 top-1 on
+# the twin-transfer test's v3 draw (seed 3) and 55 on seed 0. Patch 16 on 64 px
+# (16 tokens + cls): the scan's cost grows with the tokens, and 8 px patches take twice as long for no better result.
 _base_ = ['./defocus-mamba-base_8xb64-300e_in1k.py', '../_base_/datasets/shapes_imagenet.py']
 
 data_root = {{_base_.shapes_cls_data_root}}

@@ -1,9 +1,9 @@
 # De-focus ViT-B on ImageNet-1K from scratch: a PAPER-DERIVED reconstruction (paper Table 1: 81.8 top-1 with
-# 87.4 M parameters; no code or weights were released, notes B2). Causal softmax attention with a learnable per-head
+# 87.4 M parameters; no code or weights were released). Causal softmax attention with a learnable per-head
 # decay bias lambda_h (t - s), lambda_h = -exp(lambda_hat_h), and learnable-frequency RoPE on q/k (paper Eq. 8), in
 # DeiT-B blocks with the class token last.
 #
-# Recipe: the released De-focus Mamba-B recipe (defocus-mamba-base_8xb64-300e_in1k.py, notes B3: batch 512, 300
+# Recipe: the released De-focus Mamba-B recipe (defocus-mamba-base_8xb64-300e_in1k.py: batch 512, 300
 # epochs, AdamW 5e-4 wd 0.05, clip 10, EMA, repeated augmentation, RandAugment, mixup / cutmix, label smoothing)
 # with the paper where the paper says something and no code exists: drop path 0.1 -> 0.7 per epoch (paper Sec. 5.1;
 # the released Mamba code ends at 0.75) and the pooled auxiliary loss (paper Sec. 4.2: CE of the average-pooled

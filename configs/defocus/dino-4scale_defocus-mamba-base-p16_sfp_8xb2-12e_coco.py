@@ -1,5 +1,5 @@
 # DINO-4scale with De-focus Mamba-B and a ViTDet-style simple feature pyramid on COCO, 12 epochs: the released
-# detection/configs/dino/defocus_mamba_base_12ep.py + mamba_training_recipe.py (notes B4). Official README result
+# detection/configs/dino/defocus_mamba_base_12ep.py + mamba_training_recipe.py. Official README result
 # (released numbers, not measured by us: we have trained no full-size detector): 50.2 box AP (AP50 68.2, AP75 54.5);
 # 36 epochs: dino-4scale_defocus-mamba-base-p16_sfp_8xb2-36e_coco.py.
 # - detector: mmdet's "improved" DINO-4scale (the one the official `_base_/models/dino-4scale_r50_8xb2-12e_coco.py`

@@ -1,5 +1,5 @@
 # DINO-4scale with De-focus Mamba-B and a simple feature pyramid on COCO, 36 epochs: the released
-# detection/configs/dino/defocus_mamba_base_36ep.py (notes B4). Official README result (released numbers, not
+# detection/configs/dino/defocus_mamba_base_36ep.py. Official README result (released numbers, not
 # measured by us): 53.2 box AP (AP50 71.5, AP75 58.0). Everything but the schedule is the 12-epoch config (see its
 # header: recipe, resolution transfer with the fixed 4.57 / 20.0 or 'auto', initialisation from a converted
 # checkpoint). Schedule: 36 epochs, lr x 0.1 after epochs 27 and 33 (mmdet's own DINO 36e steps once, at 30).

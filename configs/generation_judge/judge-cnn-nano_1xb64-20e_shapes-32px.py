@@ -1,4 +1,4 @@
-# The independent judge of the image-generation CPU twins (issue 31 §6, spec generation.md §5.2): JudgeCNN (3 conv
+# The independent judge of the image-generation CPU twins: JudgeCNN (3 conv
 # stages 32-64-128, GroupNorm, SiLU, max-pool; GAP -> 128-d -> 4 logits) trained on the real shapes images (ImageNet
 # layout; `python tools/dataset_converters/make_shapes_datasets.py`), BOX-downsampled to 32 px as the twins see them,
 # with horizontal flips (the 4 classes are flip-invariant) and nothing else, so that it judges whole, centred images.

@@ -55,7 +55,8 @@ model = dict(
         mask_head=dict(norm_cfg=head_norm_cfg)))
 find_unused_parameters = True
 
-# AMP dtype: fp16 (dynamic loss scale), as ViTDet's recipe; RoIAlign and NMS run in fp32 under bf16 (compat.py).
+# AMP dtype: fp16 (dynamic loss scale), as ViTDet's recipe; RoIAlign and NMS run in fp32 under bf16
+# (mmcausal/compat/bf16_ops.py).
 # bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,

@@ -1,6 +1,6 @@
 # UperNet with iLLaMA-B on ADE20K (iLLaMA paper Sec. 4.5, Table 10: 45.1 mIoU multi-scale, 163.22M parameters).
-# Reproduces the authors' segmentation code (iLLaMA repository history, commit d27201c: `segmentation/backbone/
-# doit.py`, `segmentation/configs/doit/upernet/upernet_doit_base_12_512_slide_160k_ade20k_ms.py`). It inherits
+# Reproduces the authors' segmentation code (https://github.com/techmonsterwang/iLLaMA/tree/d27201c/segmentation:
+# `backbone/doit.py`, `configs/doit/upernet/upernet_doit_base_12_512_slide_160k_ade20k_ms.py`). It inherits
 # mmseg's MAE ViT-B UperNet recipe, which is the same model and data recipe (BEiT-style), and swaps in the backbone.
 #
 # Model (= the official one; the whole segmentor has 163,222,316 parameters = Table 10's 163.22M, and the tiny

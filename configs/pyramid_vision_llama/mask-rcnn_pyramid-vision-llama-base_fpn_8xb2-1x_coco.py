@@ -7,5 +7,6 @@ custom_imports = dict(imports=['mmcausal'], allow_failed_imports=False)
 
 model = dict(backbone={{_base_.pvl_base_dense_backbone}}, neck={{_base_.pvl_base_dense_neck}})
 # AMP dtype: fp16 (dynamic loss scale), as the official runs (mmdet's Swin AMP recipe); RoIAlign and NMS run in fp32
-# under bf16 (compat.py). bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
+# under bf16 (mmcausal/compat/bf16_ops.py). bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md,
+# GPU hosts).
 optim_wrapper = dict(type='AmpOptimWrapper')

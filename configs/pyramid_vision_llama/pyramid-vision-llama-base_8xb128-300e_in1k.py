@@ -1,5 +1,5 @@
 # Pyramid VisionLLaMA-B supervised on ImageNet-1K (VisionLLaMA paper Table 2: 83.2 % top-1, 56M parameters;
-# the official deit recipe, notes §3.6): batch 1024 = 8 GPUs x 128, 300 epochs, AdamW lr 5e-4 * 1024 / 512 =
+# the official deit recipe, deit/train_p_300.sh): batch 1024 = 8 GPUs x 128, 300 epochs, AdamW lr 5e-4 * 1024 / 512 =
 # 1e-3, wd 0.05 (none on norms, biases, LayerScale: every 1-D parameter, as timm), 5 linear warm-up epochs then
 # cosine to 1e-5, label smoothing 0.1, mixup 0.8, cutmix 1.0, RandAugment m9-mstd0.5, random erasing 0.25, no
 # repeated augmentation, no EMA, AMP, drop path 0.3 (S 0.2, L 0.5). No gradient clipping (deit's default; the
@@ -18,7 +18,7 @@ model = dict(
         _delete_=True,  # drop SVT-only keys
         type='PyramidVisionLLaMA',
         arch='base',
-        gsa_key_pos='official',  # the released weights' key positions (notes §3.4); 'fixed' is correct geometry
+        gsa_key_pos='official',  # the released weights' key positions (deit/my_models.py); 'fixed' is correct geometry
         mask_window_padding=False,  # official: padded LSA windows attend to the zero padding (no padding at 224)
         rope_mode='as2d',
         rope_anchor='per_stage',
@@ -26,7 +26,7 @@ model = dict(
         out_indices=-1,
         norm_after_stage=False,
         final_norm=True,
-        official_double_norm=True,  # notes §3.2: the same LayerNorm again on the pooled vector
+        official_double_norm=True,  # deit/my_models.py: the same LayerNorm again on the pooled vector
         drop_path_rate=0.3),
     neck=None,  # the backbone pools
     head=dict(in_channels=768))

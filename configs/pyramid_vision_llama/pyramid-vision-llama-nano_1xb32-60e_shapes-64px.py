@@ -5,7 +5,7 @@
 # (no RandAugment / erasing / mixup / cutmix: 400 images, 4 classes), schedule and no AMP (needs a GPU) differ.
 # Per-stage AS2DRoPE anchors are the grids of the 64 px training size.
 #
-# Patch 8 then 2 (an 8x8 then a 4x4 token grid) and 60 epochs (issue 29 §6). With the full config's patch 4 (16x16
+# Patch 8 then 2 (an 8x8 then a 4x4 token grid) and 60 epochs, because with the full config's patch 4 (16x16
 # tokens of 4x4 pixels) and 30 epochs the twin learned the embedded draw but stayed at chance on the generator's v3
 # style (either contrast polarity, any rotation): 26 top-1 through tools/train.py, with a training loss near ln 4
 # throughout. Drop path 0 or lr 5e-3 gave 38-39, batch 64 for 90 epochs 39 (one seed each, in-process runs of this

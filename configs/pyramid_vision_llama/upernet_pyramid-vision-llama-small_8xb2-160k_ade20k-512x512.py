@@ -1,5 +1,5 @@
 # UperNet with the ImageNet-1K-supervised Pyramid VisionLLaMA-S on ADE20K (paper Sec. 4.3; Table 4(a) reports B and
-# L only; official config twins_svt_lama_as-s_uperhead_8xb2-160k_ade20k-512x512.py, notes §5.2). It inherits
+# L only; official config twins_svt_lama_as-s_uperhead_8xb2-160k_ade20k-512x512.py). It inherits
 # mmseg's Twins-SVT-S UperNet recipe, which the official config also inherits: UperHead on the four stages, FCN
 # auxiliary head on stage 3, 150 classes, AdamW lr 6e-5, wd 0.01 (none on norms; biases and LayerScale are
 # decayed, as in the official runs), 1500-iteration linear warm-up then poly to 160k, 8 GPUs x 2 images.
@@ -7,9 +7,9 @@
 #
 # Backbone: the official dense fine-tuning. A new LayerNorm after every stage (norm_after_stage), the released
 # GSA key positions, unmasked LSA padding and auto-scale on: AS2DRoPE with one anchor of 14 tokens for every
-# stage and one scale from the height (isotropic), on GSA only (notes §3.5). Drop path 0.2 (paper D.7 and the
-# official S/B configs). Pretrained: the deit checkpoint converted with
-# tools/model_converters/pyramid_visionllama2mmcausal.py (or our own ImageNet run); override with
+# stage and one scale from the height (isotropic), on GSA only (GSAttention.forward's base_size=14 of the official
+# twins_llama.py). Drop path 0.2 (paper D.7 and the official S/B configs). Pretrained: the deit checkpoint converted
+# with tools/model_converters/pyramid_visionllama2mmcausal.py (or our own ImageNet run); override with
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH.
 _base_ = ['mmseg::twins/twins_svt-s_uperhead_8xb2-160k_ade20k-512x512.py',
           '../_base_/models/pyramid_vision_llama_dense.py']

@@ -1,4 +1,4 @@
-# SiT-LLaMA-nano: the image-generation CPU twin of SiT-LLaMA (spec generation.md §5.2-5.3; issue 31 §6): the network
+# SiT-LLaMA-nano: the image-generation CPU twin of SiT-LLaMA: the network
 # of ../dit_llama/dit-llama-nano-p2_1xb32-2ki_shapes-32px.py (D = 96, 4 blocks, 4 heads, patch 2, 2-D RoPE, label
 # dropout 0.1) trained as SiT trains it, a velocity model of the linear interpolant, on the 4 x 8 x 8 latents of the
 # tiny autoencoder (train ../dit_llama/tiny-ae-nano-f4_1xb32-400i_shapes-32px.py first). 2k steps at lr 2e-3, EMA 0.998.

@@ -1,6 +1,6 @@
-# MAE pre-training of plain VisionLLaMA-B on ImageNet-1K (VisionLLaMA paper, appendix D.3; notes §4).
-# Recipe (paper D.3 = official mmpretrain config): mask ratio 0.75, AdamW betas (0.9, 0.95), wd 0.05,
-# global batch 4096 = 8 GPUs x 512, lr = 1.5e-4 * 4096 / 256 = 2.4e-3, 40 linear warm-up epochs, then
+# MAE pre-training of plain VisionLLaMA-B on ImageNet-1K (VisionLLaMA paper, appendix D.3; the official
+# mmpretrain/configs/mae/ configs). Recipe (paper D.3 = official mmpretrain config): mask ratio 0.75, AdamW betas (0.9,
+# 0.95), wd 0.05, global batch 4096 = 8 GPUs x 512, lr = 1.5e-4 * 4096 / 256 = 2.4e-3, 40 linear warm-up epochs, then
 # cosine to 0 at epoch 800 (1600 in the *-1600e config), RandomResizedCrop(0.2-1) + flip only, AMP,
 # norm_pix MSE loss on the masked patches. Decoder: the stock MAE decoder (512-d, 8 blocks, 16 heads,
 # sin-cos positions, no RoPE). Everything but the encoder is inherited from mmpretrain's MAE ViT-B config.
@@ -12,7 +12,7 @@
 # interchangeable with the released ones).
 # rope_mode='as2d' with rope_anchor=14 (the 224 px grid), so at 224 px it is exactly the official integer
 # 2D RoPE; every kept patch keeps the position of its original grid cell.
-# Official-code difference (notes §4): the official encoder bypasses the cls token (the raw token is
+# Official-code difference: the official encoder bypasses the cls token (the raw token is
 # concatenated after the last block, before the final norm); here it goes through the encoder, as in MAE
 # (MAEVisionLLaMA's default). Set `cls_through_encoder=False` to reproduce the official encoder, e.g. to
 # continue pre-training from the released weights. Downstream uses with_cls_token=False either way.

@@ -1,7 +1,7 @@
 # MAE pre-training of plain VisionLLaMA-L, 800 epochs (VisionLLaMA paper, appendix D.3): the Base 800e
 # recipe (mask 0.75, AdamW betas (0.9, 0.95), wd 0.05, lr 2.4e-3 at batch 4096, 40 warm-up epochs, cosine).
 # Batch: the official VisionLLaMA-L run used 8 x 256 = 2048 images per step with the lr left at 2.4e-3
-# (notes §8.12; auto_scale_lr only acts with --auto-scale-lr, which the official scripts did not pass).
+# (auto_scale_lr only acts with --auto-scale-lr, which the official scripts did not pass).
 # We keep the paper's batch 4096; to mimic the official run set train_dataloader.batch_size=256 and
 # leave the lr unchanged.
 # Only the encoder size changes (mmpretrain's MAE ViT-L configs differ from ViT-B the same way): the

@@ -1,7 +1,8 @@
 # UperNet with the MAE-pretrained plain VisionLLaMA-B on ADE20K (paper Sec. 4.3, Table 4(b), appendix D.6;
-# official recipe: notes §5.1). It inherits mmseg's MAE ViT-B UperNet recipe (Feature2Pyramid neck with
-# rescales 4/2/1/0.5, UPerHead, FCN auxiliary head, 512x512 ADE20K pipeline, slide test 512/341) and swaps in
-# the backbone, the layer-decay optimizer constructor and the paper's learning rate.
+# official recipe: mmseg/configs/mae/lama-base_upernet_8xb2-800-amp-160k_ade20k-512x512.py). It inherits mmseg's MAE
+# ViT-B UperNet recipe (Feature2Pyramid neck with rescales 4/2/1/0.5, UPerHead, FCN auxiliary head, 512x512 ADE20K
+# pipeline, slide test 512/341) and swaps in the backbone, the layer-decay optimizer constructor and the paper's
+# learning rate.
 #
 # Backbone: `layout='official_mae'` is the weight layout of the released MAE checkpoints (SwiGLU 8192 wide
 # with biases, drop path on the attention branch only). `rope_mode='2d'` (integer positions on the 32x32
@@ -10,7 +11,7 @@
 #
 # Pretrained weights: `pretrained` below is a placeholder. Produce it from the official MAE checkpoint
 # (mmengine `epoch_800.pth`, keys `backbone.*`) with `tools/model_converters/visionllama2mmcausal.py`, or
-# use the checkpoint of our own MAE pre-training (`mmcausal.models.selfsup`), which already has this layout.
+# use the checkpoint of our own MAE pre-training (`mmcausal.models.vision_llama.mae`), which already has this layout.
 #
 # Optimizer: AdamW, betas (0.9, 0.999), wd 0.05, lr 6e-5 as in the paper (D.6). The official code used
 # lr 1e-4. Layer-wise lr decay 0.65 (official code; the paper does not give it) through mmcausal's

@@ -1,5 +1,5 @@
 # End-to-end fine-tuning of MAE-pre-trained plain VisionLLaMA-B on ImageNet-1K (VisionLLaMA paper Table 15;
-# the official mmpretrain "lrd45" benchmark config, notes §4).
+# the official mmpretrain "lrd45" benchmark config).
 # Recipe: AdamW betas (0.9, 0.999), wd 0.05 (not on norms / biases), layer-wise lr decay 0.45, batch
 # 1024 = 8 GPUs x 128, 5 linear warm-up epochs then cosine to 1e-6, 100 epochs, RandAugment (9, 0.5),
 # label smoothing 0.1, mixup 0.8, cutmix 1.0, drop path 0.1, random erasing 0.25 (pipeline and head

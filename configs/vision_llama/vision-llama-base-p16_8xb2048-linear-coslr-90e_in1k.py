@@ -1,5 +1,5 @@
 # Linear probing of MAE-pre-trained plain VisionLLaMA-Base on ImageNet-1K (VisionLLaMA paper Table 14, the MAE
-# recipe; official mmpretrain linear-probe config, notes §4). Recipe inherited from mmpretrain's MAE ViT
+# recipe; official mmpretrain linear-probe config). Recipe inherited from mmpretrain's MAE ViT
 # linear-probe benchmark: LARS, base lr 0.1 per 256 images -> lr = 0.1 * 16384 / 256 = 6.4 at batch
 # 16384 = 8 GPUs x 2048, momentum 0.9, wd 0, 10 linear warm-up epochs then cosine to 0, 90 epochs,
 # RandomResizedCrop + flip only, AMP.

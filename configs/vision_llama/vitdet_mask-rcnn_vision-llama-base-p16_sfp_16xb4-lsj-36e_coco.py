@@ -1,5 +1,5 @@
 # ViTDet-style Mask R-CNN with the MAE-pretrained plain VisionLLaMA-B on COCO (paper Sec. 4.4, appendix D.9;
-# official recipe: notes §5.4, `projects/ViTDet/configs/lamadet_mask-rcnn_vit-b-mae_lsj-800-36e.py`).
+# official recipe: `projects/ViTDet/configs/lamadet_mask-rcnn_vit-b-mae_lsj-800-36e.py`).
 #
 # Backbone (official `LLaMADET`): 1024x1024 input, patch 16, so a 64x64 token grid. Blocks 2, 5, 8 and 11 use global
 # attention, and the others use 14x14 windows (the grid is zero-padded to 70x70, 5x5 windows). Windowed blocks use
@@ -92,7 +92,8 @@ test_pipeline = {{_base_.vitdet_test_pipeline}}  # ../_base_/datasets/vitdet_tes
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
-# AMP dtype: fp16 (dynamic loss scale), as the official code; RoIAlign and NMS run in fp32 under bf16 (compat.py).
+# AMP dtype: fp16 (dynamic loss scale), as the official code; RoIAlign and NMS run in fp32 under bf16
+# (mmcausal/compat/bf16_ops.py).
 # bf16: --cfg-options optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
 optim_wrapper = dict(
     _delete_=True,

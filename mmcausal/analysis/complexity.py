@@ -5,9 +5,9 @@ and norms are counted, elementwise ops are not), plus the operators of ours that
 * ``aten::scaled_dot_product_attention`` (every attention of ours runs through SDPA): ``B H Nq Nk (Dqk + Dv)``, the
   two products of the full ``Nq x Nk`` rectangle, also under ``is_causal`` or a mask (what a dense kernel computes);
 * ``aten::baddbmm`` (CaiT's talking-heads mixing) as ``aten::bmm``;
-* SwiGLU's gated output projection (:class:`~mmcausal.models.layers.ffn._GatedProjection`, an autograd function
+* SwiGLU's gated output projection (:class:`~mmcausal.models.layers.fast_paths.GatedProjection`, an autograd function
   that the trace sees as one ``prim::PythonOp``): its linear layer, ``tokens x h x out``;
-* RMSNorm (``_RMSNormFunction``) as mmengine counts LayerNorm with an affine weight (5 per element).
+* RMSNorm (``RMSNormFunction``) as mmengine counts LayerNorm with an affine weight (5 per element).
 
 What is counted, per kind of config (inference, batch 1, no test-time augmentation):
 
@@ -55,8 +55,8 @@ def rms_norm_flop_jit(inputs: List[Any], outputs: List[Any]) -> int:
 EXTRA_FLOP_HANDLES = {
     'aten::scaled_dot_product_attention': sdpa_flop_jit,
     'aten::baddbmm': lambda inputs, outputs: bmm_flop_jit(inputs[1:3], outputs),
-    'prim::PythonOp._GatedProjection': gated_projection_flop_jit,
-    'prim::PythonOp._RMSNormFunction': rms_norm_flop_jit,
+    'prim::PythonOp.GatedProjection': gated_projection_flop_jit,
+    'prim::PythonOp.RMSNormFunction': rms_norm_flop_jit,
 }
 
 

@@ -24,8 +24,11 @@ from torch import Tensor, nn
 
 from mmcausal.models.layers import MASK_MODES
 from mmcausal.registry import MODELS
-from mmcausal.utils.cli import DEBUG_ENV, check_checkpoint_argument, check_pretrained_paths, read_config
+from mmcausal.utils.cli import check_checkpoint_argument
+from mmcausal.utils.config_check import check_pretrained_paths
+from mmcausal.utils.config_reading import read_config
 from mmcausal.utils.dataset_check import check_dataset_paths
+from mmcausal.utils.error_report import DEBUG_ENV
 from .errors import AnalysisError
 
 CHECKPOINT_SEPARATOR = '.py:'

@@ -5,7 +5,8 @@ import os.path as osp
 from typing import Optional, Sequence, Tuple
 
 from .plotting import new_figure, save_figure, write_csv
-from .resolution_eval import Results, Size, hw, size_label
+from .resolution_eval import Results
+from .resolution_pipeline import Size, hw, size_label
 
 FILE_NAME = 'top1_vs_resolution'
 

@@ -13,14 +13,15 @@ from mmengine.runner import Runner
 
 from mmcausal.engine.hooks import EmptyDetectionsHook
 from mmcausal.utils.checkpoint_coverage import evaluation_loads, partial_loads_allowed
-from mmcausal.utils.cli import (
+from mmcausal.utils.config_check import (
+    check_config_values,
+    check_loops,
     check_pretrained_paths,
     check_sharded_load_from,
     check_work_dir,
-    user_errors_end_in_one_line,
 )
-from mmcausal.utils.config_check import check_config_values, check_loops
 from mmcausal.utils.dataset_check import check_built_datasets, check_dataset_files, check_dataset_paths
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 #: The Runner loop (and its config key) that owns each dataloader.
 LOOPS = dict(train_dataloader=('train_loop', 'train_cfg'), val_dataloader=('val_loop', 'val_cfg'),
@@ -41,8 +42,8 @@ def run(cfg: Config, dataloaders: Sequence[str], action: Callable[[Runner], obje
     """Check the work dir, the settings, the datasets (and, for training, the ``Pretrained`` / ``load_from``
     files), build the Runner (the ``runner_type`` the config names, e.g. the sharded configs' ``FlexibleRunner``)
     and its datasets, check them, and call ``action(runner)``; user-input errors end the program with one line
-    (:func:`~mmcausal.utils.cli.user_errors_end_in_one_line`). A checkpoint that loads less than half of a module
-    is refused unless the config says ``allow_partial_load=True`` (``--allow-partial-load``); with ``evaluating``
+    (:func:`~mmcausal.utils.error_report.user_errors_end_in_one_line`). A checkpoint that loads less than half of a
+    module is refused unless the config says ``allow_partial_load=True`` (``--allow-partial-load``); with ``evaluating``
     (the tools that only evaluate), so is one that loads none of a part that inference runs. All checks run before
     training, so a bad input found by them leaves nothing in the work dir that a later ``--resume`` would read.
     ``loops``: the Runner loops ``action`` runs (``'train'``, ``'test'``), which the config must give all their parts.

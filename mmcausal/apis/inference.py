@@ -18,7 +18,7 @@ from mmengine.registry import DATASETS, DefaultScope
 
 from mmcausal.utils.checkpoint_coverage import evaluation_loads
 from mmcausal.utils.checkpoint_loading import load_checkpoint_file
-from mmcausal.utils.cli import ConfigError
+from mmcausal.utils.errors import ConfigError
 
 #: the default scopes whose library has an image inferencer
 SCOPES = ('mmpretrain', 'mmseg', 'mmdet')

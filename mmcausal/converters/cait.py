@@ -34,7 +34,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from torch import Tensor
 
-from mmcausal.models.backbones import CaiT
+from mmcausal.models.cait import CaiT
 from mmcausal.models.layers import resize_pos_embed
 from .common import rename_key
 

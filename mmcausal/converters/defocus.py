@@ -1,4 +1,4 @@
-"""Official De-focus Mamba checkpoints (github.com/OpenGVLab/De-focus-Attention-Networks, notes B5) -> mmcausal.
+"""Official De-focus Mamba checkpoints (github.com/OpenGVLab/De-focus-Attention-Networks) -> mmcausal.
 
 Classification files hold ``model`` and ``model_ema`` next to the optimizer and a pickled yacs ``CfgNode``
 (read without running any code); detection files are flat backbone weights (``convert_cls_to_det.py``) or a

@@ -25,7 +25,7 @@ from typing import Dict
 import torch
 from torch import Tensor
 
-from mmcausal.models.backbones.base import MASK_MODE_KEY, encode_mask_mode
+from mmcausal.models.layers.mask_mode import MASK_MODE_KEY, encode_mask_mode
 from .common import rename_key
 
 OFFICIAL_MASK_MODE = 'official'  # the soft mask (paper Eq. 2) of the released iLLaMA training code

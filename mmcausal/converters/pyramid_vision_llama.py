@@ -1,4 +1,4 @@
-"""Official Pyramid VisionLLaMA checkpoints (deit ``best_checkpoint.pth``, notes §7.1) -> mmcausal.
+"""Official Pyramid VisionLLaMA checkpoints (deit ``best_checkpoint.pth``) -> mmcausal.
 
 The weights sit under ``model`` next to the optimizer and a pickled argparse ``args``
 (:func:`load_source_state_dict` unwraps them without running any code); flat dicts and the dense copies (with

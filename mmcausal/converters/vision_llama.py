@@ -48,7 +48,7 @@ _RENAMES = (
     (r'^(neck|head)\.(.+)$', r'\1.\2'),
 )
 _DROPPED = re.compile(r'^backbone\.pos_embed$')
-# the MAE configs' arch_zoo (notes §2.2): embed_dims -> (arch name, num_layers, num_heads)
+# the official mmpretrain backbone's arch_zoo: embed_dims -> (arch name, num_layers, num_heads)
 _KNOWN_ARCHS = {768: ('base', 12, 12), 1024: ('large', 24, 16)}
 
 

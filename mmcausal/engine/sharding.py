@@ -9,7 +9,7 @@ Config::
 from mmpretrain.models.backbones.vision_transformer import TransformerEncoderLayer
 from torch import nn
 
-from mmcausal.models.generation.modulation import AdaLNZeroBlock
+from mmcausal.models.generation.conditioning import AdaLNZeroBlock
 from mmcausal.models.layers import TransformerBlock
 from mmcausal.registry import FUNCTIONS
 

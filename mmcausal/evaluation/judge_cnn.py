@@ -1,4 +1,4 @@
-"""JudgeCNN: the small independent classifier that judges generated images of the CPU twins (issue 31 §6).
+"""JudgeCNN: the small independent classifier that judges generated images of the CPU twins.
 
 An evaluation network, not one of the papers' backbones: registered in ``MODELS`` (configs build it as an
 mmpretrain classifier's backbone) but kept out of ``mmcausal.models`` and its backbone contract.

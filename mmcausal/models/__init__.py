@@ -1,8 +1,18 @@
-"""Models: shared layers, backbones, heads, necks, self-supervised models and the generation networks (all
-registered in MMEngine's root ``MODELS``). Every model class is importable from here, e.g.
+"""Models, one package per paper family (:mod:`.illama`, :mod:`.vision_llama` plain and pyramid, :mod:`.defocus`,
+:mod:`.cait`, :mod:`.generation`), what two or more of them use (:mod:`.layers`) and the necks any backbone takes
+(:mod:`.necks`); all registered in MMEngine's root ``MODELS``. Every model class is importable from here, e.g.
 ``from mmcausal.models import VisionLLaMA``."""
-from . import backbones, generation, heads, layers, necks, selfsup  # noqa: F401  (layers: imported to register them)
-from .backbones import *  # noqa: F401,F403
+from . import cait, defocus, generation, illama, layers, necks, vision_llama  # noqa: F401  (registers every model)
+from .cait import CaiT, TalkingHeadsAttention
+from .defocus import (
+    DecayAttention,
+    DefocusClsHead,
+    DefocusMamba,
+    DefocusMambaMixer,
+    DefocusRetNet,
+    DefocusViT,
+    MultiScaleRetention,
+)
 from .generation import (
     SDVAE,
     AutoencoderReconstruction,
@@ -14,12 +24,14 @@ from .generation import (
     PixelSpace,
     TinyAutoencoder,
 )
-from .heads import *  # noqa: F401,F403
-from .necks import *  # noqa: F401,F403
-from .selfsup import *  # noqa: F401,F403
+from .illama import ILLaMA
+from .necks import ClassAttentionPool, SimpleFeaturePyramid
+from .vision_llama import MAEVisionLLaMA, PyramidVisionLLaMA, SubsampledAttention, VisionLLaMA, random_masking
 
 __all__ = [
-    *backbones.__all__, *heads.__all__, *necks.__all__, *selfsup.__all__, 'AutoencoderReconstruction',
-    'ClassConditionalDiffusion', 'DiffusionTransformer', 'GaussianDiffusion', 'LinearInterpolant', 'MomentsLatents',
-    'PixelSpace', 'SDVAE', 'TinyAutoencoder'
+    'CaiT', 'DefocusMamba', 'DefocusRetNet', 'DefocusViT', 'ILLaMA', 'PyramidVisionLLaMA', 'VisionLLaMA',
+    'DecayAttention', 'DefocusMambaMixer', 'MultiScaleRetention', 'SubsampledAttention', 'TalkingHeadsAttention',
+    'DefocusClsHead', 'ClassAttentionPool', 'SimpleFeaturePyramid', 'MAEVisionLLaMA', 'random_masking',
+    'AutoencoderReconstruction', 'ClassConditionalDiffusion', 'DiffusionTransformer', 'GaussianDiffusion',
+    'LinearInterpolant', 'MomentsLatents', 'PixelSpace', 'SDVAE', 'TinyAutoencoder'
 ]

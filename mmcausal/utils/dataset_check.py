@@ -7,9 +7,9 @@ shift the labels). ``tools/train.py`` and ``tools/test.py`` call, before buildin
 :func:`check_dataset_paths` (paths exist) and :func:`check_dataset_files` (cheap content checks: JSON
 annotation files complete, classification labels in range, every segmentation image has a readable map of its
 size, read from the file headers), and after building it :func:`check_built_datasets` (no empty dataset, every
-COCO class name known).
+COCO class name known). What the libraries raise later, while the data loads (an empty dataset, a sample file that
+cannot be read), :mod:`mmcausal.utils.user_errors` recognises as these errors.
 """
-import errno
 import importlib
 import json
 import os
@@ -280,66 +280,12 @@ def check_built_datasets(datasets: Sequence[Tuple[str, Any]]) -> None:
                 raise DatasetFormatError(f'{name}: metainfo.classes {unknown} are not categories of '
                                          f'{_describe(dataset)}, which has {known}. Fix the class names.')
             if len(dataset) == 0:
-                raise _no_samples(dataset, name)
+                raise no_samples_error(dataset, name)
 
 
-def _no_samples(dataset: Any, name: str = '') -> DatasetFormatError:
+def no_samples_error(dataset: Any, name: str = '') -> DatasetFormatError:
+    """The :class:`DatasetFormatError` for the built ``dataset`` (of the dataloader ``name``) that has no samples."""
     hint = (' (filter_cfg.filter_empty_gt drops images without annotations of metainfo.classes)'
             if (getattr(dataset, 'filter_cfg', None) or {}).get('filter_empty_gt') else '')
     return DatasetFormatError(f'{name + ": " if name else ""}{_describe(dataset)} has no samples{hint}. Check the '
                               'annotation file, the image folder and metainfo.classes.')
-
-
-def empty_dataset_error(error: BaseException) -> Optional[DatasetFormatError]:
-    """The :class:`DatasetFormatError` behind ``error`` if it is mmengine's ``BaseDataset`` failing to serialize
-    an empty ``data_list`` (numpy's "need at least one array to concatenate", raised in ``_serialize_data``
-    while the Runner builds a dataloader), else ``None``."""
-    from mmengine.dataset import BaseDataset
-    trace = error.__traceback__ if isinstance(error, ValueError) else None
-    while trace is not None:
-        dataset = trace.tb_frame.f_locals.get('self')
-        if (trace.tb_frame.f_code.co_name == '_serialize_data' and isinstance(dataset, BaseDataset)
-                and not dataset.data_list):
-            return _no_samples(dataset)
-        trace = trace.tb_next
-    return None
-
-
-def _sample_file(transform: Any, results: dict) -> Tuple[str, str]:
-    """``(what, path)`` of the file the loading ``transform`` was reading for the sample ``results``."""
-    if type(transform).__name__.startswith('LoadAnnotations') and results.get('seg_map_path'):
-        return 'segmentation map', results['seg_map_path']
-    return 'image', results.get('img_path', '?')
-
-
-def _is_file_content_error(error: BaseException) -> bool:
-    """Whether ``error`` is what reading a sample's file raises when the file is missing, empty, truncated or not an
-    image (not a system error such as too many open files, nor OpenCV refusing an operation on a decoded image)."""
-    import cv2
-    if isinstance(error, cv2.error):
-        return 'imdecode' in str(error)
-    return isinstance(error, OSError) and (error.errno is None or error.errno == errno.ENOENT)
-
-
-def sample_loading_error(error: BaseException) -> Optional[DatasetFormatError]:
-    """The :class:`DatasetFormatError` naming the file behind ``error`` if it is a file error (a missing file, or one
-    that is empty, truncated or not an image) raised while a data transform loaded a sample, else ``None``. The file
-    is found from the innermost transform's frame in the traceback; in a DataLoader worker, whose re-raise keeps only
-    the message, :mod:`mmcausal.compat` converts it there (``patch_transform_file_errors``)."""
-    from mmcv.transforms import BaseTransform
-    trace, loading = (error.__traceback__ if _is_file_content_error(error) else None), None
-    while trace is not None:
-        local = trace.tb_frame.f_locals
-        if isinstance(local.get('self'), BaseTransform) and isinstance(local.get('results'), dict):
-            loading = local['self'], local['results']  # the innermost transform wins
-        trace = trace.tb_next
-    if loading is None:
-        return None
-    what, path = _sample_file(*loading)
-    if isinstance(error, FileNotFoundError) or not osp.exists(path):
-        missing = getattr(error, 'filename', None) or path
-        return DatasetFormatError(f'the dataset names a file that does not exist: {missing}. Fix the annotations or '
-                                  'add the file.')
-    state = ('is empty' if osp.getsize(path) == 0 else 'is truncated' if 'truncated' in str(error)
-             else f'could not be decoded ({" ".join(str(error).split())})')
-    return DatasetFormatError(f'{what} {path} {state}. Replace it or drop it from the annotations.')

@@ -1,5 +1,5 @@
-"""The formulas of the paper-derived De-focus ViT / RetNet (notes B2, paper Eq. 4 and 8), written out naively as a
-test oracle (torch only, never mmcausal): explicit score matrices and a token-by-token recurrence.
+"""The formulas of the paper-derived De-focus ViT / RetNet (paper Eq. 4 and 8; no official code exists), written out
+naively as a test oracle (torch only, never mmcausal): explicit score matrices and a token-by-token recurrence.
 """
 import torch
 

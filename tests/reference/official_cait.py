@@ -1,6 +1,6 @@
 """An independent re-statement of the *official* CaiT classifier (deit ``cait_models.py``), used only as a test oracle.
 
-Written from the engineering notes (``shared/spec/cait.md`` §1, §2), never importing mmcausal: plain torch modules
+Written from the official code (deit ``cait_models.py``) and the paper, never importing mmcausal: plain torch modules
 with the official parameter names and order (``cls_token``, ``pos_embed``, ``patch_embed.proj``,
 ``blocks.i.{gamma_1, gamma_2, norm1, attn.{qkv, proj, proj_l, proj_w}, norm2, mlp.{fc1, fc2}}``,
 ``blocks_token_only.j.{gamma_1, gamma_2, norm1, attn.{q, k, v, proj}, norm2, mlp.{fc1, fc2}}``, ``norm``, ``head``).
@@ -182,7 +182,7 @@ class OfficialCaiT(nn.Module):
         return self.head(self.forward_features(img))
 
 
-#: the released registrations (notes §2.1): name -> (img_size, embed_dim, depth, num_heads, init_scale)
+#: the released registrations (``cait_models.py``): name -> (img_size, embed_dim, depth, num_heads, init_scale)
 REGISTRATIONS: Dict[str, Tuple[int, int, int, int, float]] = {
     'cait_XXS24_224': (224, 192, 24, 4, 1e-5),
     'cait_XXS24': (384, 192, 24, 4, 1e-5),
@@ -195,7 +195,7 @@ REGISTRATIONS: Dict[str, Tuple[int, int, int, int, float]] = {
     'cait_M36': (384, 768, 36, 16, 1e-6),
     'cait_M48': (448, 768, 48, 16, 1e-6),
 }
-#: the arch names of the notes' table (C, SA depth, heads) -> a registration with that shape
+#: the paper's arch names (C, SA depth, heads) -> a registration with that shape
 ARCH_TO_REGISTRATION = {'xxs24': 'cait_XXS24_224', 'xxs36': 'cait_XXS36_224', 'xs24': 'cait_XS24',
                         's24': 'cait_S24_224', 's36': 'cait_S36', 'm36': 'cait_M36', 'm48': 'cait_M48'}
 

@@ -1,6 +1,7 @@
 """An independent re-statement of the *official* De-focus Mamba classifier, used only as a test oracle.
 
-Written from the engineering notes (``shared/spec/illama_defocus.md`` part B1/B5), not from mmcausal: official key
+Written from the official code (De-focus-Attention-Networks ``classification/models/defocus_attention_network.py``,
+``mamba_block.py``) and the released checkpoints' keys, not from mmcausal: official key
 names (``patch_embed.proj``, ``blocks.i.norm``, ``blocks.i.mixer.{in_proj, conv1d, x_proj, dt_proj, A_log, D, freq,
 out_proj}``, ``norm``, ``head``, ``head2``), the "rotate every two" RoPE with one frequency per state dim, a plain
 step-by-step selective scan (``selective_scan_ref`` semantics), GroupRMS before the D skip and the gate.
@@ -123,7 +124,8 @@ class DefocusMambaOfficial(nn.Module):
 
 
 def sectioned_index(r, c, wp, n):
-    """Sequence index of patch (r, c) under the sectioned order with n x n sections (notes B4)."""
+    """Sequence index of patch (r, c) under the sectioned order with n x n sections (the released detection backbone's
+    ``PatchEmbedChangeRes``)."""
     ws = wp // n
     return ((r // n * ws + c // n) * n + r % n) * n + c % n
 

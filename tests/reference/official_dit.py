@@ -1,6 +1,7 @@
 """An independent re-statement of the official DiT / SiT / DiT-LLaMA / SiT-LLaMA networks, used only as a test oracle.
 
-Written from ``shared/spec/generation.md`` §1, §3.4 and §4 (not from mmcausal), with the official parameter names:
+Written from the official code (VisionLLaMA's ``dit/models.py`` and ``sit/models.py``, DiT's ``models.py``) and the
+released checkpoints' keys (not from mmcausal), with the official parameter names:
 ``x_embedder.proj``, ``t_embedder.mlp.{0,2}``, ``y_embedder.embedding_table``, the frozen ``pos_embed`` parameter
 (added by DiT/SiT, owned but unused by the LLaMA variants), ``blocks.i.{attn.qkv, attn.proj, mlp.*,
 adaLN_modulation.1}`` and ``final_layer.{adaLN_modulation.1, linear}``. Attention is an explicit softmax; the LLaMA

@@ -1,6 +1,6 @@
 """An independent re-statement of the *official* iLLaMA forward pass, used only as a test oracle.
 
-Written from the engineering notes (``shared/spec/illama_defocus.md`` part A), not from mmcausal: timm key
+Written from the official code (iLLaMA ``models/illama.py``), not from mmcausal: timm key
 names (``blocks.i.mlp.fc1/fc2/fc3``, ``patch_embed.proj``), LLaMA-style complex RoPE (``freqs_cis``)
 over positions ``0..N`` with cls at ``N``, fp32 RMSNorm, and the post-softmax soft mask without
 renormalisation. A checkpoint of this module has exactly the official key set.

@@ -1,6 +1,7 @@
 """An independent re-statement of the *official* Pyramid VisionLLaMA forward pass, used only as a test oracle.
 
-Written from the engineering notes (``shared/spec/visionllama.md`` §1, §3, §7.1), not from mmcausal:
+Written from the official code (VisionLLaMA ``deit/my_models.py``, its dense copies ``twins_llama.py``) and the
+released deit checkpoints' keys, not from mmcausal:
 
 * parameter names of the released deit checkpoints (``patch_embeds.s.{proj,norm}``, ``blocks.s.j.{norm1,norm2,
   gamma_1,gamma_2}``, ``blocks.s.j.mlp.{c_fc1,c_fc2,c_proj}``, LSA ``attn.{qkv,proj}``, GSA ``attn.{q,kv,sr,norm,

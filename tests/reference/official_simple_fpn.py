@@ -1,13 +1,14 @@
 """An independent re-statement of the *official* De-focus detection neck (``SimpleFPN`` with ``LN2d``), used only as a
 test oracle for the checkpoint converter.
 
-Written from the engineering notes (``shared/spec/illama_defocus.md`` B4/B5), not from mmcausal: attribute names
-``fpn1`` (ConvT -> LN2d -> GELU -> ConvT), ``fpn2`` (ConvT), ``fpn3`` (identity), ``fpn4`` (max pool 2), and per
-level a 1x1 and a 3x3 mmcv ``ConvModule`` (``lateral_convs`` / ``fpn_convs``) with an LN2d norm and no activation.
+Written from the official code (De-focus ``detection/``: ``simple_fpn.py``, the DINO configs), not from mmcausal:
+attribute names ``fpn1`` (ConvT -> LN2d -> GELU -> ConvT), ``fpn2`` (ConvT), ``fpn3`` (identity), ``fpn4`` (max pool
+2), and per level a 1x1 and a 3x3 mmcv ``ConvModule`` (``lateral_convs`` / ``fpn_convs``) with an LN2d norm and no
+activation.
 Every LN2d is built as the released code builds it, through mmcv (``build_norm_layer`` / ``ConvModule``) from
 ``dict(type=LN2d, requires_grad=True)``: so the norms' state-dict name is whatever mmcv infers for a norm class
 called ``LN2d`` (not a subclass of ``nn.LayerNorm``), and their eps is whatever mmcv gives a config without one
-(the class default 1e-6 of the notes is overridden: mmcv 2.1 sets 1e-5).
+(the ``LN2d`` class default 1e-6 is overridden: mmcv 2.1 sets 1e-5).
 """
 import torch
 from mmcv.cnn import ConvModule, build_norm_layer
@@ -15,7 +16,7 @@ from torch import nn
 
 
 class LN2d(nn.Module):
-    """LayerNorm over the channels of a (B, C, H, W) map (notes B4: class default eps 1e-6)."""
+    """LayerNorm over the channels of a (B, C, H, W) map (the official ``LN2d``: class default eps 1e-6)."""
 
     def __init__(self, channels, eps=1e-6):
         super().__init__()

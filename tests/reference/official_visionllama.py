@@ -1,6 +1,7 @@
 """An independent re-statement of the *official* plain VisionLLaMA forward pass, used only as a test oracle.
 
-Written from the engineering notes (``shared/spec/visionllama.md`` §1, §2.2, §5.4, §7.3), not from mmcausal:
+Written from the official code (VisionLLaMA ``mmpretrain/mmpretrain/models/backbones/vision_llama.py``,
+``projects/ViTDet/vitdet/vit.py``) and the MAE checkpoints' keys, not from mmcausal:
 
 * parameter names of the official mmpretrain backbone (``patch_embed.projection``, ``layers.i.ln1``,
   ``layers.i.attn.{qkv,proj}``, ``layers.i.ln2``, ``layers.i.ffn.{w12,w3}``, final ``ln1``), plus the

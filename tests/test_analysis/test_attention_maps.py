@@ -6,7 +6,7 @@ import torch
 
 from analysis_utils import DEFOCUS_VIT_TWIN, ILLAMA_TWIN, MAMBA_TWIN, build_backbone, load_tool
 from mmcausal.analysis import AnalysisError, attention_map, cell_means, gradient_map
-from mmcausal.models.backbones.defocus import sectioned_order
+from mmcausal.models.defocus import sectioned_order
 from mmcausal.models.layers import record_attention
 from report_utils import assert_report_matches
 

@@ -17,15 +17,17 @@ from mmengine.runner import Runner
 
 from e2e_utils import load_config, train
 from mmcausal.analysis.resolution_eval import (
-    ResolutionEvalError,
     RopeScheme,
     classify_batch,
     format_table,
-    rescale_dataloader_cfg,
-    rescale_pipeline,
     rope_backbone,
     rope_schemes,
     rope_settings,
+)
+from mmcausal.analysis.resolution_pipeline import (
+    ResolutionEvalError,
+    rescale_dataloader_cfg,
+    rescale_pipeline,
     size_label,
 )
 from report_utils import assert_report_matches

@@ -14,7 +14,7 @@ from analysis_utils import load_tool
 from mmcausal.analysis.inputs import build_model
 from mmcausal.apis.generation import balanced_labels, png_path, sample_labels, sample_to_folder
 from mmcausal.registry import MODELS
-from mmcausal.utils.cli import read_config
+from mmcausal.utils.config_reading import read_config
 from mmcausal.utils.errors import UserInputError
 from zygote import run_python
 

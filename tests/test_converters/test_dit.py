@@ -1,6 +1,6 @@
-"""dit2mmcausal and the equivalence of issue 31 item 5: official-layout DiT / SiT / DiT-LLaMA / SiT-LLaMA weights
-(random, in an oracle written from the spec) converted into a DiffusionTransformer give the oracle's outputs, plain
-and through the official 3-channel guided forward."""
+"""dit2mmcausal and the converted networks' equivalence: official-layout DiT / SiT / DiT-LLaMA / SiT-LLaMA weights
+(random, in an oracle written from the official code) converted into a DiffusionTransformer give the oracle's outputs,
+plain and through the official 3-channel guided forward."""
 import argparse
 import runpy
 import sys

@@ -11,8 +11,8 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmcausal.converters import convert_illama
-from mmcausal.models.backbones import ILLaMA
-from mmcausal.models.backbones.base import decode_mask_mode
+from mmcausal.models.illama import ILLaMA
+from mmcausal.models.layers.mask_mode import decode_mask_mode
 from mmcausal.registry import MODELS
 from reference.official_illama import OfficialILLaMA
 from zygote import run_python

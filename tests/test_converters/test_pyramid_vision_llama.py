@@ -2,7 +2,7 @@
 
 The official model is :mod:`reference.official_pyramid_visionllama`, an independent re-statement of the released
 ``PyramidVisionLLaMA`` forward (official parameter names, complex RoPE, the GSA key-position formula, unmasked
-LSA padding, the classifier's double final norm) written from the notes.
+LSA padding, the classifier's double final norm) written from the official ``deit/my_models.py``.
 """
 import argparse
 import runpy
@@ -14,14 +14,15 @@ import torch
 from mmengine.registry import init_default_scope
 
 from mmcausal.converters import convert_pyramid_visionllama
-from mmcausal.models.backbones import PyramidVisionLLaMA
+from mmcausal.models.vision_llama import PyramidVisionLLaMA
 from mmcausal.registry import MODELS
 from reference.official_pyramid_visionllama import OfficialPyramidVisionLLaMA, randomize_
 
 ROOT = Path(__file__).resolve().parents[2]
 CONVERTER = ROOT / 'tools/model_converters/pyramid_visionllama2mmcausal.py'
 TOLERANCE = 1e-4  # max abs difference, fp32
-#: the backbone settings that reproduce the released weights (notes §3): official GSA keys, unmasked LSA padding
+#: the backbone settings that reproduce the released weights (``deit/my_models.py``): official GSA keys, unmasked
+#: LSA padding
 OFFICIAL = dict(gsa_key_pos='official', mask_window_padding=False)
 CLASSIFIER = dict(OFFICIAL, out_type='avg_featmap', out_indices=-1, norm_after_stage=False, final_norm=True,
                   official_double_norm=True)

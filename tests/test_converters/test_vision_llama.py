@@ -17,7 +17,7 @@ from mmengine.registry import init_default_scope
 from mmengine.runner.checkpoint import _load_checkpoint_with_prefix
 
 from mmcausal.converters import convert_visionllama_mae, describe_visionllama_mae, format_architecture
-from mmcausal.models.backbones import VisionLLaMA
+from mmcausal.models.vision_llama import VisionLLaMA
 from mmcausal.registry import MODELS
 from reference.official_visionllama import OfficialLLaMADET, OfficialVisionLLaMA, randomize_
 from zygote import run_python

@@ -1,5 +1,6 @@
-"""The generation recipes' data (issue 31 §3): ADM's centre crop against the formula (spec §2.1), the moments store
-that tools/generation/extract_latents.py writes (crop and flip, resumable) and the dataset that reads it."""
+"""The generation recipes' data: ADM's centre crop against the formula (``center_crop_arr`` of dit/train.py), the
+moments store that tools/generation/extract_latents.py writes (crop and flip, resumable) and the dataset that reads
+it."""
 import json
 from pathlib import Path
 
@@ -17,8 +18,8 @@ from report_utils import assert_report_matches
 
 
 def reference_adm_crop(image: np.ndarray, size: int) -> np.ndarray:
-    """Spec §2.1, written from the formula: BOX-halve while the short side >= 2 size, BICUBIC to a short side of
-    size (sides rounded), centre crop with floored offsets."""
+    """ADM's ``center_crop_arr``, written from the formula: BOX-halve while the short side >= 2 size, BICUBIC to a short
+    side of size (sides rounded), centre crop with floored offsets."""
     pil = Image.fromarray(image)
     width, height = pil.size
     while min(width, height) >= 2 * size:

@@ -14,7 +14,7 @@ import torch
 
 from mmcausal.analysis.inputs import build_model
 from mmcausal.deployment import exportable_part, non_standard_ops, onnxruntime_outputs
-from mmcausal.utils.cli import read_config
+from mmcausal.utils.config_reading import read_config
 from report_utils import report_text
 
 pytest.importorskip('onnxruntime')

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mmcausal.engine import DropPathScheduleHook, drop_path_rate_at
-from mmcausal.models.backbones import DefocusMamba
+from mmcausal.models.defocus import DefocusMamba
 
 
 @pytest.mark.parametrize('epochs,start,end', [(300, 0.1, 0.75), (20, 0.1, 0.7)])

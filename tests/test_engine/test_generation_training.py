@@ -1,7 +1,7 @@
 """Training a generative model through mmengine's Runner with the shipped ImageNet recipes shrunk to a tiny network
-and a tiny store of latent moments (issue 31 §3): it resumes exactly from an iteration checkpoint (weights, optimizer
+and a tiny store of latent moments: it resumes exactly from an iteration checkpoint (weights, optimizer
 and EMA), it samples from the EMA weights, which its checkpoints store as their ``state_dict``, and SampleGridHook
-writes grids of the EMA generator's samples of fixed noise (§4)."""
+writes grids of the EMA generator's samples of fixed noise."""
 import gc
 import shutil
 from pathlib import Path
@@ -155,7 +155,7 @@ def test_generator_trains_with_every_adaln_block_an_fsdp_unit(tmp_path):
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     from mmcausal.engine import block_wrap_policy
-    from mmcausal.models.generation.modulation import AdaLNZeroBlock
+    from mmcausal.models.generation.conditioning import AdaLNZeroBlock
     from mmcausal.registry import MODELS
 
     dist.init_process_group('gloo', store=dist.FileStore(str(tmp_path / 'store'), 1), rank=0, world_size=1)

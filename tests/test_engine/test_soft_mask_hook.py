@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mmcausal.engine import SoftMaskHook, soft_mask_rate_at
-from mmcausal.models.backbones import ILLaMA
+from mmcausal.models.illama import ILLaMA
 
 
 @pytest.mark.parametrize('cutoff,start', [(10, 1.0), (7, 0.6)])

@@ -13,15 +13,13 @@ import torch
 from e2e_utils import ROOT, run_command
 from judge_utils import JUDGE_CONFIG, random_judge_checkpoint
 from mmcausal.evaluation import (
-    ExtractorError,
     JudgeCNN,
-    build_extractor,
     conditional_accuracy,
-    extract_features,
     frechet_distance_of,
     images_from_class_folders,
     save_sample_npz,
 )
+from mmcausal.evaluation.extractors import ExtractorError, build_extractor, extract_features
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +52,7 @@ def _load(path: Path):
 def test_judge_cnn_has_the_spec_size_and_keeps_the_last_map():
     judge = JudgeCNN()
     convs = sum(c_in * c_out * 9 + c_out for c_in, c_out in ((3, 32), (32, 64), (64, 128)))
-    assert sum(p.numel() for p in judge.parameters()) == convs + 2 * (32 + 64 + 128)  # spec: ~100k with the head
+    assert sum(p.numel() for p in judge.parameters()) == convs + 2 * (32 + 64 + 128)  # ~100k with the head
     (features, ) = judge(torch.zeros(2, 3, 32, 32))
     assert features.shape == (2, 128, 8, 8)
 

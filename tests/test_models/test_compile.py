@@ -1,4 +1,4 @@
-"""``torch.compile`` of every registered backbone (issue 29, item 2): one graph, the eager values and gradients, no
+"""``torch.compile`` of every registered backbone: one graph, the eager values and gradients, no
 recompilation when a hook changes a rate, no host read of the device on the fast paths.
 
 Dynamo's ``'eager'`` backend (tracing only) or ``'aot_eager'`` (plus the autograd tracing of inductor, without its
@@ -13,9 +13,10 @@ from torch import Tensor, nn
 
 from dispatch_utils import HostTransfers
 from e2e_utils import history, load_config, loss_falls, train
-from mmcausal.models.backbones import DecayAttention, ILLaMA
+from mmcausal.models.defocus import DecayAttention
+from mmcausal.models.illama import ILLaMA
 from mmcausal.models.layers import SelfAttention, TokenLayout, rope_angles_1d, rope_frequencies
-from test_models.test_backbones.test_contract import CASES, _require, build
+from test_models.test_contract import CASES, _require, build
 
 pytestmark = pytest.mark.usefixtures('single_thread')
 
@@ -107,7 +108,7 @@ def _host_tensors_of_a_second_forward(model: nn.Module, *inputs: Tensor, **kwarg
 @pytest.mark.parametrize('name,tiny', CASES)
 def test_backbone_forward_makes_no_tensor_from_host_data(name, tiny):
     """At fixed weights a forward of every registered backbone neither copies host data to the device nor reads a
-    value back (cuda-review 13: the legacy class-token RoPE made its position with ``torch.tensor`` each forward)."""
+    value back (a ``torch.tensor`` of a Python value in a forward would copy host data every call)."""
     tiny = _require(tiny, name)
     model = build(name, tiny).eval()
     assert _host_tensors_of_a_second_forward(model, torch.randn(IMAGES), **tiny.forward_kwargs) == []
@@ -115,7 +116,7 @@ def test_backbone_forward_makes_no_tensor_from_host_data(name, tiny):
 
 @pytest.mark.parametrize('cls_rope', ['legacy_trunc', 'legacy_floor'])
 def test_legacy_class_token_rope_makes_no_tensor_from_host_data(cls_rope):
-    from mmcausal.models.backbones import VisionLLaMA
+    from mmcausal.models.vision_llama import VisionLLaMA
     model = VisionLLaMA(dict(embed_dims=32, num_layers=2, num_heads=2), img_size=32, patch_size=8,
                         rope_mode='as2d', cls_rope=cls_rope).eval()
     assert _host_tensors_of_a_second_forward(model, torch.randn(IMAGES)) == []
@@ -132,7 +133,7 @@ def test_generation_network_forward_makes_no_tensor_from_host_data():
 def test_decay_fold_limit_is_read_from_the_device_only_after_the_rates_change(monkeypatch):
     """De-focus ViT's attention checks ``|lambda| (N - 1) <= FOLD_LIMIT`` on the host once per new rates (a training
     step), not in every forward: evaluation at fixed weights reads nothing. A step past the limit is still seen."""
-    from mmcausal.models.backbones.defocus import decay
+    from mmcausal.models.defocus import transformer as decay
     fold, folds = decay.folded_decay_attention, []
     monkeypatch.setattr(decay, 'folded_decay_attention', lambda *args: folds.append(1) or fold(*args))
     torch.manual_seed(0)

@@ -15,18 +15,12 @@ import torch
 from mmengine.config import Config
 from PIL import Image
 
-from mmcausal.models.backbones.base import BackboneConfigError, ImageBatchError
+from mmcausal.models.layers import BackboneConfigError, ImageBatchError
 from mmcausal.utils import DatasetNotFoundError, check_dataset_paths
-from mmcausal.utils.cli import (
-    LAST_LINE_LIMIT,
-    ConfigError,
-    find_user_error,
-    one_line,
-    report_lines,
-    user_errors_end_in_one_line,
-)
 from mmcausal.utils.dataset_check import DatasetFormatError
-from mmcausal.utils.errors import UserInputError
+from mmcausal.utils.error_report import LAST_LINE_LIMIT, one_line, report_lines, user_errors_end_in_one_line
+from mmcausal.utils.errors import ConfigError, UserInputError
+from mmcausal.utils.user_errors import find_user_error
 from zygote import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +50,7 @@ def test_wrapped_dataset_is_checked(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# One line for every error that comes from the user's config, data or checkpoint (issue 7, section 7).
+# One line for every error that comes from the user's config, data or checkpoint.
 # ---------------------------------------------------------------------------------------------------------------
 SEG = 'configs/illama/upernet_illama-nano-p8_1xb8-300i_shapes-64x64.py'
 VL_SEG = 'configs/vision_llama/upernet_vision-llama-nano-p8_1xb8-400i_shapes-64x64.py'
@@ -496,7 +490,7 @@ def _wrapped_like_a_registry(error: Exception) -> Exception:
         try:
             raise error
         except Exception as inner:
-            raise type(inner)(f'class `ILLaMA` in mmcausal/models/backbones/illama.py: {inner}')
+            raise type(inner)(f'class `ILLaMA` in mmcausal/models/illama/backbone.py: {inner}')
     except Exception as outer:
         return outer
 
@@ -653,7 +647,7 @@ def test_a_partial_load_on_purpose_is_evaluated(tools, tmp_path, capsys, single_
 
 def test_a_bare_state_dict_is_evaluated_by_a_config_with_an_ema_hook(tools, tmp_path, capsys, single_thread):
     """``torch.save(model.state_dict())`` is a checkpoint too: ``tools/test.py`` evaluates it also where the config
-    has mmpretrain's ``EMAHook``, which reads ``checkpoint['state_dict']`` (was a ``KeyError`` traceback)."""
+    has mmpretrain's ``EMAHook``, which reads ``checkpoint['state_dict']`` (not a ``KeyError`` traceback)."""
     case = ('bare-state-dict', 'test', DEFOCUS, 'imagenet', _checkpoint(lambda: _saved(_model_state(DEFOCUS))), 0, '')
     tools['test'].main(_argv(case, tmp_path))
     captured = capsys.readouterr()

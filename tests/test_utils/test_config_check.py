@@ -2,8 +2,7 @@
 import pytest
 from mmengine.config import Config
 
-from mmcausal.utils.cli import WorkDirError, check_work_dir
-from mmcausal.utils.config_check import check_config_values
+from mmcausal.utils.config_check import WorkDirError, check_config_values, check_work_dir
 from mmcausal.utils.validation import ConfigValueError
 
 

@@ -4,11 +4,11 @@ floors below it and itself, never a package of mmcausal above it.
 * ``mmcausal.utils`` is the lowest floor: nothing of mmcausal but itself (not models, engine, datasets, analysis,
   apis ...).
 * ``mmcausal.models.layers`` holds what two or more model families use: it stands on ``utils`` and ``registry``
-  and never imports a backbone (a family's own modules sit beside its backbone and import ``layers``, not the other
-  way).
-* Every module of ``mmcausal.models.layers`` is used by two or more model families (a package or module of
-  ``models/backbones``, or another package of ``models``: generation, necks, heads, selfsup); a module one family
-  uses sits beside it."""
+  and never imports a family (a family's own modules sit in its package and import ``layers``, not the other way).
+* A family package (``mmcausal.models.<family>``) stands on ``layers``, ``utils`` and ``registry`` and never imports
+  another family; the necks, which any backbone takes, sit above the families.
+* Every module of ``mmcausal.models.layers`` is used by two or more packages of ``models`` (the families and the
+  necks); a module one family uses sits in its package."""
 import ast
 from pathlib import Path
 from typing import Dict, Iterator, List, Set, Tuple
@@ -16,10 +16,14 @@ from typing import Dict, Iterator, List, Set, Tuple
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / 'mmcausal'
+FAMILIES = ('illama', 'vision_llama', 'defocus', 'cait', 'generation')
 #: floor (a folder of ``mmcausal``) -> the mmcausal modules its files may import (each with its submodules)
 FLOORS = {
     'utils': ('mmcausal.utils', ),
     'models/layers': ('mmcausal.models.layers', 'mmcausal.utils', 'mmcausal.registry'),
+    **{f'models/{family}': (f'mmcausal.models.{family}', 'mmcausal.models.layers', 'mmcausal.utils',
+                            'mmcausal.registry')
+       for family in FAMILIES},
 }
 
 
@@ -64,22 +68,25 @@ def test_the_walk_sees_absolute_relative_and_local_imports(tmp_path, monkeypatch
         'glue.py:7 imports mmcausal.apis']
 
 
-def test_layers_may_not_import_a_backbone(tmp_path, monkeypatch):
+def test_layers_may_not_import_a_family_nor_a_family_another(tmp_path, monkeypatch):
     fake = tmp_path / 'mmcausal'
     (fake / 'models' / 'layers').mkdir(parents=True)
     (fake / 'models' / 'layers' / 'mixer.py').write_text(
-        'from mmcausal.models.backbones.defocus import decay\nfrom ..backbones import CaiT\nfrom .. import necks\n'
+        'from mmcausal.models.defocus import transformer\nfrom ..cait import CaiT\nfrom .. import necks\n'
         'from .attention import SelfAttention\nfrom mmcausal.utils.errors import UserInputError\n'
         'from mmcausal.registry import MODELS\n')
+    (fake / 'models' / 'cait').mkdir(parents=True)
+    (fake / 'models' / 'cait' / 'backbone.py').write_text(
+        'from ..layers import SelfAttention\nfrom ..illama import ILLaMA\nfrom .talking_heads import TalkingHeads\n')
     monkeypatch.setitem(globals(), 'PACKAGE', fake)
     assert _upward_imports(fake / 'models' / 'layers' / 'mixer.py', 'models/layers') == [
-        'mixer.py:1 imports mmcausal.models.backbones.defocus', 'mixer.py:2 imports mmcausal.models.backbones',
+        'mixer.py:1 imports mmcausal.models.defocus', 'mixer.py:2 imports mmcausal.models.cait',
         'mixer.py:3 imports mmcausal.models.necks']
+    assert _upward_imports(fake / 'models' / 'cait' / 'backbone.py', 'models/cait') == [
+        'backbone.py:2 imports mmcausal.models.illama']
 
 
 LAYERS = 'mmcausal.models.layers'
-#: modules outside ``layers/`` that serve several families: like a ``layers/`` module, they count through their users
-SHARED = ('mmcausal.models.backbones.base', )
 
 
 def _module_name(path: Path) -> str:
@@ -88,16 +95,14 @@ def _module_name(path: Path) -> str:
 
 
 def _family(module: str) -> str:
-    """The model family ``module`` belongs to (``backbones.<package or module>`` or ``<package of models>``), ``''``
-    for the shared modules, ``layers`` and the ``__init__`` files of ``models`` and ``models/backbones``."""
+    """The package of ``models`` that ``module`` belongs to (a family or the necks), ``''`` for ``layers`` and the
+    ``__init__`` of ``models``."""
     parts = module.split('.')[2:]
-    if not parts or parts[0] == 'layers' or module in SHARED or parts == ['backbones']:
-        return ''
-    return '.'.join(parts[:2]) if parts[0] == 'backbones' else parts[0]
+    return '' if not parts or parts[0] == 'layers' else parts[0]
 
 
 def _layers_users(models: Path) -> Dict[str, Set[str]]:
-    """``layers`` (or :data:`SHARED`) module -> the modules of ``models`` that import it, names imported from the
+    """``layers`` module -> the modules of ``models`` that import it, names imported from the
     ``layers`` package resolved to the module its ``__init__`` takes them from."""
     modules = {_module_name(path): path for path in models.rglob('*.py')}
     exported = {alias.asname or alias.name: f'{LAYERS}.{node.module}'
@@ -123,13 +128,13 @@ def _layers_users(models: Path) -> Dict[str, Set[str]]:
                     target = exported.get(name, '')
                 elif target.startswith(f'{LAYERS}.'):
                     target = '.'.join(target.split('.')[:4])
-                if target.startswith(f'{LAYERS}.') or target in SHARED:
+                if target.startswith(f'{LAYERS}.'):
                     users.setdefault(target, set()).add(user)
     return users
 
 
 def _families_of_layers(models: Path) -> Dict[str, List[str]]:
-    """``layers`` module -> the families that use it, directly or through the ``layers`` / shared modules that do."""
+    """``layers`` module -> the families that use it, directly or through the ``layers`` modules that do."""
     users = _layers_users(models)
 
     def families(module: str, seen: frozenset) -> Set[str]:
@@ -137,7 +142,7 @@ def _families_of_layers(models: Path) -> Dict[str, List[str]]:
         for user in users.get(module, ()):
             if _family(user):
                 found.add(_family(user))
-            elif user not in seen and (user.startswith(f'{LAYERS}.') or user in SHARED):
+            elif user not in seen and user.startswith(f'{LAYERS}.'):
                 found |= families(user, seen | {user})
         return found
 
@@ -147,26 +152,27 @@ def _families_of_layers(models: Path) -> Dict[str, List[str]]:
 
 def test_every_layers_module_serves_two_or_more_families():
     """``layers/`` keeps only what two or more model families use (its ``__init__`` says so); a module used by
-    one family moves beside it, e.g. ``models/backbones/cait/talking_heads.py``, ``models/generation/modulation.py``."""
+    one family moves into its package, e.g. ``models/cait/talking_heads.py``, ``models/generation/conditioning.py``."""
     used = _families_of_layers(PACKAGE / 'models')
     assert used and all(used.values()), f'a layers module no model uses: {used}'
     assert {module: families for module, families in used.items() if len(families) < 2} == {}
 
 
-def test_the_family_count_resolves_package_imports_and_counts_through_shared_modules(tmp_path, monkeypatch):
+def test_the_family_count_resolves_package_imports_and_counts_through_layers_modules(tmp_path, monkeypatch):
     fake = tmp_path / 'mmcausal'
     files = {
-        'models/__init__.py': 'from . import layers, backbones\n',
-        'models/layers/__init__.py': 'from .rope import rotate\nfrom .mixer import Mixer\nfrom .adaln import AdaLN\n',
+        'models/__init__.py': 'from . import layers, vit, cait\n',
         'models/layers/rope.py': '',
         'models/layers/mixer.py': 'from .rope import rotate\n',
         'models/layers/adaln.py': '',
         'models/layers/unused.py': '',
-        'models/backbones/__init__.py': 'from .vit import ViT\nfrom .cait import CaiT\n',
-        'models/backbones/base.py': 'from ..layers import Mixer\n',
-        'models/backbones/vit.py': 'from .base import Base\n',
-        'models/backbones/cait/__init__.py': '',
-        'models/backbones/cait/backbone.py': 'from ..base import Base\n',
+        'models/layers/base.py': 'from .mixer import Mixer\n',
+        'models/layers/__init__.py': 'from .rope import rotate\nfrom .mixer import Mixer\nfrom .adaln import AdaLN\n'
+                                     'from .base import Base\n',
+        'models/vit/__init__.py': 'from .backbone import ViT\n',
+        'models/vit/backbone.py': 'from ..layers import Base\n',
+        'models/cait/__init__.py': '',
+        'models/cait/backbone.py': 'from ..layers.base import Base\n',
         'models/generation/net.py': 'from mmcausal.models.layers import AdaLN\nimport mmcausal.models.layers.rope\n',
     }
     for name, text in files.items():
@@ -175,7 +181,8 @@ def test_the_family_count_resolves_package_imports_and_counts_through_shared_mod
     monkeypatch.setitem(globals(), 'PACKAGE', fake)
     assert _families_of_layers(fake / 'models') == {
         'mmcausal.models.layers.adaln': ['generation'],
-        'mmcausal.models.layers.mixer': ['backbones.cait', 'backbones.vit'],
-        'mmcausal.models.layers.rope': ['backbones.cait', 'backbones.vit', 'generation'],
+        'mmcausal.models.layers.base': ['cait', 'vit'],
+        'mmcausal.models.layers.mixer': ['cait', 'vit'],
+        'mmcausal.models.layers.rope': ['cait', 'generation', 'vit'],
         'mmcausal.models.layers.unused': [],
     }

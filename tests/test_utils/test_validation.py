@@ -2,7 +2,7 @@
 import pytest
 
 from mmcausal.engine.hooks import SoftMaskHook
-from mmcausal.models.backbones.base import BackboneConfigError
+from mmcausal.models.layers import BackboneConfigError
 from mmcausal.models.layers.attention import AttentionConfigError, SelfAttention
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import InvalidChoiceError, check_choice

@@ -40,7 +40,7 @@ from mmcausal.analysis.errors import AnalysisError
 from mmcausal.analysis.inputs import add_model_arguments, build_model, check_model_arguments, entry_config, nth_image
 from mmcausal.analysis.plotting import display_image, write_csv
 from mmcausal.analysis.tokens import analysed_backbone, layer_block, parse_token
-from mmcausal.utils.cli import user_errors_end_in_one_line
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def _token(text: str):

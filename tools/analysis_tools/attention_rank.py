@@ -41,7 +41,7 @@ from mmcausal.analysis.inputs import (
     positive_int,
 )
 from mmcausal.analysis.plotting import write_csv
-from mmcausal.utils.cli import user_errors_end_in_one_line
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

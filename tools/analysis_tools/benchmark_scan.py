@@ -60,7 +60,7 @@ def measure(impl: str, shape: str, chunk: str, repeats: int, memory_limit_gib: O
     """One case in this process: ``{'time': s, 'peak_mib', 'checksum'}`` or ``{'out_of_memory': True}``."""
     import torch
 
-    from mmcausal.models.backbones.defocus import selective_scan
+    from mmcausal.models.defocus import selective_scan
     batch, length, channels = map(int, shape.split('x'))
     torch.manual_seed(0)
     operands = [torch.randn(batch, length, channels), torch.rand(batch, length, channels) * 0.1,

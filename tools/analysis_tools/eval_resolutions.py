@@ -27,20 +27,13 @@ from mmengine.runner import Runner
 
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal before any Runner)
 from mmcausal.analysis.inputs import positive_int
-from mmcausal.analysis.resolution_eval import (
-    ResolutionEvalError,
-    evaluate_resolutions,
-    format_table,
-    hw,
-    rope_backbone,
-    rope_schemes,
-    size_label,
-)
+from mmcausal.analysis.resolution_eval import evaluate_resolutions, format_table, rope_backbone, rope_schemes
+from mmcausal.analysis.resolution_pipeline import ResolutionEvalError, hw, size_label
 from mmcausal.analysis.resolution_plot import write_resolution_plot
 from mmcausal.apis import run
-from mmcausal.models.layers import ROPE_MODES
-from mmcausal.models.layers.grid_rope import AS2D_SCALINGS
-from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments, load_config
+from mmcausal.models.layers import AS2D_SCALINGS, ROPE_MODES
+from mmcausal.utils.cli import add_common_arguments, check_checkpoint_argument, check_common_arguments
+from mmcausal.utils.config_reading import load_config
 
 
 def _size(text: str) -> Tuple[int, int]:

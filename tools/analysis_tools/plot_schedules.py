@@ -18,7 +18,8 @@ from mmengine.config import DictAction
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal)
 from mmcausal.analysis.inputs import positive_int
 from mmcausal.analysis.schedules import compute_schedules, plot_schedules, write_schedules_csv
-from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
+from mmcausal.utils.config_reading import read_config
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

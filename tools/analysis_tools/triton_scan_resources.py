@@ -7,7 +7,7 @@ each compiled kernel uses: registers per thread, stack (local memory: registers 
 Triton lowers each kernel to PTX and runs ``ptxas`` (both ship with triton), as it does on first use on a GPU host,
 so a kernel that would not compile there fails here; ``cuobjdump`` (also shipped) reads the resources off the
 cubin. Each kernel is compiled anew (a temporary Triton cache), so ``compile_s`` is the compile time on first use.
-The kernels are compiled with the options :mod:`mmcausal.models.backbones.defocus.triton_scan` launches them
+The kernels are compiled with the options :mod:`mmcausal.models.defocus.scans.triton` launches them
 with (its ``launch_options`` for ``N = --states``; ``--num-warps`` replaces the launched warps) and the dtypes
 it launches (fp32, and fp64 for fp64 inputs). Run without ``TRITON_INTERPRET`` (the tests set it without a GPU):
 the tool removes it and restarts itself if it is set.
@@ -69,7 +69,8 @@ def compile_rows(args: argparse.Namespace) -> List[dict]:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from mmcausal.models.backbones.defocus import triton_scan, triton_scan_kernels
+    from mmcausal.models.defocus.scans import triton as triton_scan
+    from mmcausal.models.defocus.scans import triton_kernels as triton_scan_kernels
     cuobjdump = Path(triton.__file__).parent / 'backends' / 'nvidia' / 'bin' / 'cuobjdump'
     constants = triton_scan.launch_options(args.states)
     launched_warps = constants.pop('num_warps')

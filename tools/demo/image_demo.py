@@ -17,7 +17,8 @@ import numpy as np
 
 import mmcausal  # noqa: F401  (compatibility shims and registration before any model is built)
 from mmcausal.apis import build_inferencer, infer_and_draw
-from mmcausal.utils.cli import check_checkpoint_argument, user_errors_end_in_one_line
+from mmcausal.utils.cli import check_checkpoint_argument
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -35,12 +35,9 @@ from mmengine.config import DictAction
 import mmcausal  # noqa: F401  (applies mmcausal.compat and registers mmcausal)
 from mmcausal.deployment import DEFAULT_OPSET, build_export_model, export_onnx, exportable_part
 from mmcausal.utils.checkpoint_coverage import PARTIAL_LOAD_FLAG, partial_loads_allowed
-from mmcausal.utils.cli import (
-    DEBUG_ENV,
-    check_checkpoint_argument,
-    read_config,
-    user_errors_end_in_one_line,
-)
+from mmcausal.utils.cli import check_checkpoint_argument
+from mmcausal.utils.config_reading import read_config
+from mmcausal.utils.error_report import DEBUG_ENV, user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -34,7 +34,7 @@ from typing import List, Optional
 from mmcausal.evaluation import SampleFileError, evaluate_generation, load_reference, load_sample_npz
 from mmcausal.evaluation.fidelity import ADM_IS_SPLITS, KID_SUBSET_SIZE
 from mmcausal.evaluation.generation_report import MEMORISATION_SPACES, REF_STATS
-from mmcausal.utils.cli import DEBUG_ENV, user_errors_end_in_one_line
+from mmcausal.utils.error_report import DEBUG_ENV, user_errors_end_in_one_line
 from mmcausal.utils.errors import UserInputError
 
 ADM_EVALUATOR = 'https://github.com/openai/guided-diffusion/tree/main/evaluations'

@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, Subset
 import mmcausal  # noqa: F401  (registers ADMCenterCrop)
 from mmcausal.datasets import LatentMomentsStore
 from mmcausal.models.generation import SDVAE
-from mmcausal.utils.cli import user_errors_end_in_one_line
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -24,7 +24,8 @@ from mmcausal.analysis.inputs import positive_int
 from mmcausal.evaluation import load_reference
 from mmcausal.evaluation.fidelity import ADM_IS_SPLITS, KID_SUBSET_SIZE
 from mmcausal.evaluation.generation_report import REF_STATS
-from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
+from mmcausal.utils.config_reading import read_config
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -12,7 +12,7 @@ import sys
 from typing import List, Optional
 
 from mmcausal.evaluation import images_from_class_folders, save_sample_npz
-from mmcausal.utils.cli import user_errors_end_in_one_line
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -38,7 +38,8 @@ from mmcausal.analysis.inputs import build_model
 from mmcausal.apis import config_dataset_meta
 from mmcausal.apis.generation import model_sample_labels, sample_to_folder, write_npz
 from mmcausal.models.generation.sample_grid import labelled_grid, row_names, sample_grid
-from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
+from mmcausal.utils.config_reading import read_config
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 from mmcausal.utils.validation import ConfigValueError
 
 

@@ -91,7 +91,7 @@ twins() {  # three lanes in parallel: correctness only, nothing is timed
 # Phase A: correctness and training, in parallel (PHASES=B skips it)
 if [[ "${PHASES:-AB}" == *A* ]]; then
 step cuda_tests "$LOGS/cuda_tests.log" 150 python -m pytest -q -p no:cacheprovider -rs -n 4 tests/test_cuda.py \
-  tests/test_models/test_backbones/test_defocus/test_scan.py &
+  tests/test_models/test_defocus/test_scan.py &
 twins
 wait
 tar czf "$LOGS/twins.tgz" work_dirs/gpu_*/*/vis_data/scalars.json work_dirs/gpu_*/*/*.log 2>/dev/null

@@ -30,7 +30,8 @@ from torch.distributed.fsdp import FullStateDictConfig, FullyShardedDataParallel
 import mmcausal  # noqa: F401  (the shims and the registered components)
 from mmcausal.engine.hooks.sharded_ema_hook import CHECKPOINT_KEY, copy_shards, ema_parameters
 from mmcausal.utils import ConfigValueError, end_distributed_run
-from mmcausal.utils.cli import read_config, user_errors_end_in_one_line
+from mmcausal.utils.config_reading import read_config
+from mmcausal.utils.error_report import user_errors_end_in_one_line
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

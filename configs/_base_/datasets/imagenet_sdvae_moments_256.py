@@ -1,4 +1,4 @@
-# ImageNet-1k train at 256 px as DiT / SiT and their VisionLLaMA forks train on it (spec generation.md §2.1), through
+# ImageNet-1k train at 256 px as DiT / SiT and their VisionLLaMA forks train on it (the official dit/train.py), through
 # the SD-VAE posterior moments of every ADM centre crop and of its horizontal flip, stored once:
 #   python tools/generation/extract_latents.py data/imagenet/train data/imagenet_sd-vae-ft-ema_256 \
 #       --vae checkpoints/sd-vae-ft-ema

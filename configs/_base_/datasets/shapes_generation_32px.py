@@ -1,4 +1,4 @@
-# The data of the image-generation CPU twins (spec generation.md §5.2): the real shapes images (ImageNet layout,
+# The data of the image-generation CPU twins: the real shapes images (ImageNet layout,
 # 4 classes, data/shapes/imagenet; `python tools/dataset_converters/make_shapes_datasets.py --which imagenet`),
 # BOX-downsampled to 32 px as the judge sees them (configs/generation_judge/), horizontal flips (the classes are
 # flip-invariant), with their class labels. Prefixed helper variables only, taken whole with `{{_base_.x}}` (see

@@ -1,7 +1,7 @@
-# DiT / DiT-LLaMA (VisionLLaMA §4.1, Table 1; spec generation.md §1-§3): a class-conditional diffusion transformer on
-# SD-VAE latents (4 x 32 x 32 at 256 px) trained with DDPM's hybrid loss (T = 1000, linear betas 1e-4..0.02,
-# learned-range variance: L_simple + L_vb), label dropout 0.1 for classifier-free guidance. RoPE 'as2d' equals the
-# official integer 2-D positions at the training grid and lets the model sample other sizes.
+# DiT / DiT-LLaMA (VisionLLaMA §4.1, Table 1; the official dit/models.py and dit/diffusion/): a class-conditional
+# diffusion transformer on SD-VAE latents (4 x 32 x 32 at 256 px) trained with DDPM's hybrid loss (T = 1000, linear
+# betas 1e-4..0.02, learned-range variance: L_simple + L_vb), label dropout 0.1 for classifier-free guidance. RoPE
+# 'as2d' equals the official integer 2-D positions at the training grid and lets the model sample other sizes.
 # Sampling (model.test_cfg): the official DiT preset, 250 respaced DDPM steps with CFG 1.5 on the first 3 latent
 # channels (Table 1's "CFG: Y" rows); `--cfg-options model.test_cfg.cfg_scale=1.0` gives the "N" rows. The VAE
 # decoder (a local diffusers folder, read only when decoding samples) is stabilityai/sd-vae-ft-ema, as the official

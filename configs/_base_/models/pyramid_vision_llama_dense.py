@@ -1,11 +1,11 @@
-# The official dense fine-tuning of Pyramid VisionLLaMA (notes §5.2, §5.3), shared by the ADE20K and COCO configs of
-# configs/pyramid_vision_llama. Only prefixed variables (mmengine refuses keys defined by two bases): a config lists
-# this file in `_base_` and takes `backbone={{_base_.pvl_small_dense_backbone}}`.
+# The official dense fine-tuning of Pyramid VisionLLaMA (the official segmentation/ and detection/ configs), shared by
+# the ADE20K and COCO configs of configs/pyramid_vision_llama. Only prefixed variables (mmengine refuses keys defined by
+# two bases): a config lists this file in `_base_` and takes `backbone={{_base_.pvl_small_dense_backbone}}`.
 pvl_small_dense_backbone = dict(
     _delete_=True,  # drop the keys of the inherited Twins / Swin backbone
     type='PyramidVisionLLaMA',
     arch='small',
-    gsa_key_pos='official',  # the released weights' GSA key positions (notes §3.4)
+    gsa_key_pos='official',  # the released weights' GSA key positions (deit/my_models.py)
     mask_window_padding=False,  # official: padded LSA windows attend to the zero padding
     rope_mode='as2d',  # official auto-scale: AS2DRoPE on GSA, 14-token anchor for every stage, one scale from H
     rope_anchor=14,

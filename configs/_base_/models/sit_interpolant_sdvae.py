@@ -1,4 +1,4 @@
-# SiT / SiT-LLaMA (VisionLLaMA App. 0.A.1, Tables 8-10; spec generation.md §2.3, §3.2-3.3): the network of DiT-LLaMA
+# SiT / SiT-LLaMA (VisionLLaMA App. 0.A.1, Tables 8-10; the official sit/transport/): the network of DiT-LLaMA
 # trained as a velocity model of the linear interpolant x_t = t x1 + (1 - t) x0 (t = 1 is data) on SD-VAE latents,
 # label dropout 0.1. SiT keeps DiT's 8 output channels and ignores the last 4 (learn_sigma=True, as the official
 # train.py builds it, so its checkpoints load).

@@ -1,10 +1,10 @@
-# The official DiT / SiT (and DiT-LLaMA / SiT-LLaMA) training schedule (spec generation.md §2.4; paper §4.1, 0.D.10):
-# AdamW lr 1e-4 constant (no warm-up, no decay, no scheduler), weight decay 0, default betas, no gradient clipping,
-# batch 256 (8 GPUs x 32), 400k iterations, EMA of every weight with decay 0.9999 every step (mmengine's momentum is
-# 1 - decay; sampling and evaluation use the EMA weights, which the checkpoints store as their state_dict), a
-# checkpoint every 50k iterations. The learning rate is never scaled with the batch.
+# The official DiT / SiT (and DiT-LLaMA / SiT-LLaMA) training schedule (dit/train.py and sit/train.py; paper §4.1,
+# 0.D.10): AdamW lr 1e-4 constant (no warm-up, no decay, no scheduler), weight decay 0, default betas, no gradient
+# clipping, batch 256 (8 GPUs x 32), 400k iterations, EMA of every weight with decay 0.9999 every step (mmengine's
+# momentum is 1 - decay; sampling and evaluation use the EMA weights, which the checkpoints store as their state_dict),
+# a checkpoint every 50k iterations. The learning rate is never scaled with the batch.
 # Precision: the official runs used fp16 autocast + GradScaler (always on: the fork's --no-use_fp32 flag is a no-op,
-# spec §7 item 2); upstream DiT trains in fp32 (TF32). fp32 is the default here; the official fp16 AMP is
+# it never sets use_fp32); upstream DiT trains in fp32 (TF32). fp32 is the default here; the official fp16 AMP is
 # `tools/train.py CONFIG --amp` (AmpOptimWrapper, dynamic loss scale); bf16 is
 # `--cfg-options optim_wrapper.type=AmpOptimWrapper optim_wrapper.dtype=bfloat16` (GPU hosts).
 _base_ = 'mmpretrain::_base_/default_runtime.py'

@@ -8,8 +8,9 @@ of random hue whose luma differs from the mean luma of the background under the 
 uniformly random colour; Gaussian pixel noise of std :data:`NOISE_STD`. Shapes are rotated uniformly in
 [0, 2 pi). Sizes are circumradii (the largest vertex distance from the centre) as fractions of the image side,
 drawn uniformly for every class (per :data:`LAYOUTS`: ImageNet and ADE20K 0.26-0.42 at 64 px, ADE20K with 1-4
-overlapping shapes; COCO 0.12-0.24 of 128 px with 1-3 shapes kept apart), the statistics of the review's
-independent draw (issue 29). At one circumradius a circle covers 2.4x a triangle's area, as in that draw.
+overlapping shapes; COCO 0.12-0.24 of 128 px with 1-3 shapes kept apart), the statistics of an independently
+written generator of the same four classes. At one circumradius a circle covers 2.4x a triangle's area, as in that
+generator's draw.
 """
 from typing import Dict, List, Optional, Tuple
 

@@ -1,4 +1,4 @@
-"""De-focus's scheduled drop path (the released ``main.py``, notes B1): stochastic depth rising every epoch."""
+"""De-focus's scheduled drop path (the released ``main.py``): stochastic depth rising every epoch."""
 from typing import Optional
 
 from mmengine.hooks import Hook

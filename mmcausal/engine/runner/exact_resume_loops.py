@@ -10,10 +10,10 @@ mmengine 0.10.7 restores weights, optimizer, schedulers, the message hub, the sa
    train_dataloader.dataset.data_root=...`` still works).
 2. Model-side randomness (drop path, dropout, Mixup/CutMix, mmdet's RoI samplers) draws from the main
    process's global RNGs, which a resumed run re-seeds at start-up, and which the dataloader's iterator
-   creation and validation also consume. Fixed by seeding ``random``, numpy, torch (CPU and accelerators) from
+   creation and validation also consume. Handled by seeding ``random``, numpy, torch (CPU and accelerators) from
    ``(runner.seed, iteration)`` before every training iteration.
 3. ``EpochBasedTrainLoop`` resumed from a mid-epoch checkpoint (``CheckpointHook(by_epoch=False)``) trains
-   the whole epoch again. Fixed by skipping the batches of that epoch that were trained before the
+   the whole epoch again. Handled by skipping the batches of that epoch that were trained before the
    checkpoint (they are still loaded, as ``IterBasedTrainLoop`` does, so every batch sampler works).
 """
 import copy

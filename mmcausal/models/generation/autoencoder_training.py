@@ -1,6 +1,6 @@
-"""Training a small autoencoder through MMEngine's runner (the first stage of the CPU generation twins, spec
-generation.md §5.2): pixel MSE of the reconstruction, and the latent scale (1 / std of the training latents, the
-twin's 0.18215) tracked as it trains, so that the checkpoint holds everything a generator's
+"""Training a small autoencoder through MMEngine's runner (the first stage of the CPU generation twins,
+``configs/dit_llama/README.md``): pixel MSE of the reconstruction, and the latent scale (1 / std of the training
+latents, the twin's 0.18215) tracked as it trains, so that the checkpoint holds everything a generator's
 ``TinyAutoencoder(checkpoint=...)`` needs."""
 from typing import Dict, List, Optional, Union
 

@@ -165,7 +165,7 @@ class MomentsLatents(LatentAutoencoder):
 
 @MODELS.register_module()
 class TinyAutoencoder(LatentAutoencoder):
-    """A small deterministic convolutional autoencoder (the CPU twin's VAE; spec §5.2).
+    """A small deterministic convolutional autoencoder (the CPU twin's VAE, ``configs/dit_llama/README.md``).
 
     Encoder: 3x3 convs ``3 -> channels[0] -> ... -> channels[-1] -> latent_channels`` with SiLU, every conv after
     the first of stride 2 (``downsample = 2 ** (len(channels) - 1)``); the decoder mirrors it with nearest 2x

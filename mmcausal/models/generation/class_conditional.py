@@ -31,6 +31,8 @@ DEFAULT_DATA_PREPROCESSOR = dict(type=ClsDataPreprocessor, mean=[127.5] * 3, std
 #: or ``'balanced'``, ``i mod num_classes``; ``predict`` samples the labels it is given)
 DEFAULT_TEST_CFG = dict(sampler='ddpm', num_steps=250, cfg_scale=1., cfg_channels=None, seed=0, latent_size=None,
                         label_rule='balanced')
+
+
 LABEL_RULES = ('random', 'balanced')
 
 

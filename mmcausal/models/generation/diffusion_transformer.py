@@ -10,6 +10,7 @@ y_emb(y)``; ``L`` adaLN-Zero blocks; an adaLN final layer; unpatchify to ``(B, C
 * ``'dit'``: attention without RoPE, ``fc2(GELU_tanh(fc1(x)))`` of width ``4D``, the 2-D sin-cos table added to the
   patch tokens.
 
+
 Differences from the official code, none of which changes an output at the training size: the sin-cos table is
 computed for the actual grid (not a parameter: the LLaMA variants' unused copy is dropped, so their parameter count
 is the official one minus ``N * D``); any ``H x W`` divisible by the patch runs (the official code asserts a square
@@ -29,20 +30,21 @@ from torch.utils.checkpoint import checkpoint
 
 from mmcausal.registry import MODELS
 from mmcausal.utils.validation import ConfigValueError, check_choice
-from ..backbones.base import BackboneConfigError, check_image_batch, resolve_arch
 from ..layers import (
+    BackboneConfigError,
     GridRoPE,
     SelfAttention,
     SwiGLUFFN,
     TokenLayout,
     check_head_split,
+    check_image_batch,
     gelu_mlp,
+    resolve_arch,
     sincos_pos_embed_2d,
     swiglu_hidden_dims,
 )
-from .conditioning import LabelEmbedder, TimestepEmbedder
+from .conditioning import AdaLNFinalLayer, AdaLNZeroBlock, LabelEmbedder, TimestepEmbedder
 from .guidance import check_cfg_channels, classifier_free_guidance
-from .modulation import AdaLNFinalLayer, AdaLNZeroBlock
 
 BLOCK_TYPES = ('llama', 'dit')
 GENERATION_ROPE_MODES = ('2d', 'as2d')
@@ -69,7 +71,7 @@ class DiffusionTransformer(BaseModule):
         class_dropout_prob: probability of replacing a label by the null label in training (CFG); 0 = no null label.
         rope_mode: ``'as2d'`` (positions scaled onto the training grid; ``'2d'`` there) or ``'2d'`` (integer
             positions, the official code); LLaMA blocks only.
-        as2d_scaling: ``'per_axis'`` or ``'isotropic'``, see :func:`~mmcausal.models.layers.grid_rope.auto_scale`.
+        as2d_scaling: ``'per_axis'`` or ``'isotropic'``, see :func:`~mmcausal.models.layers.position.auto_scale`.
         time_scale: multiplies ``t`` before its sinusoidal features (1 = DiT/SiT).
         with_cp: gradient checkpointing of every block in training.
     """

@@ -21,26 +21,33 @@ Mask modes (``alpha`` = soft-mask rate, a runtime attribute driven by :class:`~m
     ``alpha < 1`` :func:`soft_mask_attention` computes it exactly with one SDPA call over every key twice
     (no ``(B, heads, N, N)`` tensor is kept).
 
+
 Every mode also adds an optional ``attn_bias`` to the logits (a boolean key mask or a float bias such as a
-learnable decay), still through SDPA. Analysis reads the weights through each mixer's :class:`AttentionProbe`
-under :func:`explicit_attention_mode`; nothing needs to patch a model.
+learnable decay), still through SDPA. Analysis reads the weights through each mixer's
+:class:`~.probes.AttentionProbe` under :func:`~.probes.explicit_attention_mode`; nothing needs to patch a model. The
+RoPE rotation of q and k runs through :class:`~.fast_paths.RotatedHeads` where autograd does not need the angles.
 """
 import functools
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Dict, Iterator, List, Optional, Tuple, Type, Union
+from typing import (
+    Optional,
+    Tuple,
+    Type,
+    Union,
+)
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
 
 from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import check_choice
-from .context import TokenLayout
-from .rope import rotate_pairs, rotate_pairs_into, rotation_table
+from .fast_paths import RotatedHeads
+from .position import TokenLayout, rotate_pairs, rotation_table
+from .probes import EXPLICIT_ATTENTION, AttentionProbe
 
 MASK_MODES = ('bidirectional', 'causal', 'official')
+
+
 #: a soft-mask rate: a float, or a 0-dim tensor holding a rate strictly between 0 and 1 (what a compiled
 #: :class:`SelfAttention` passes, so that a new rate is a new input value rather than a new graph)
 Alpha = Union[float, Tensor]
@@ -141,51 +148,6 @@ def soft_mask_attention(q: Tensor, k: Tensor, v: Tensor, alpha: Alpha, attn_bias
                                           attn_mask=bias)
 
 
-_FORCE_EXPLICIT: ContextVar[bool] = ContextVar('mmcausal_explicit_attention', default=False)
-
-
-@contextmanager
-def explicit_attention_mode() -> Iterator[None]:
-    """Inside the block every attention with a probe takes the explicit path and passes its weights through
-    its :class:`AttentionProbe` (for analysis: attention maps, ranks). Outputs equal the fast paths'; memory is
-    O(B*heads*N^2), so use it for inspection, not training."""
-    token = _FORCE_EXPLICIT.set(True)
-    try:
-        yield
-    finally:
-        _FORCE_EXPLICIT.reset(token)
-
-
-def explicit_attention_requested() -> bool:
-    """Whether the caller runs inside :func:`explicit_attention_mode` (mixers with their own fast paths check it)."""
-    return _FORCE_EXPLICIT.get()
-
-
-class AttentionProbe(nn.Identity):
-    """Probe point of an attention mixer: under :func:`explicit_attention_mode` the ``(B, heads, Nq, Nk)``
-    weights that multiply ``v`` (after masking and normalisation) pass through it, so a forward hook reads them.
-    It has no parameters and adds no state-dict keys."""
-
-
-@contextmanager
-def record_attention(model: nn.Module) -> Iterator[Dict[str, List[Tensor]]]:
-    """Record the attention weights of every mixer of ``model`` during the forwards run inside the block.
-
-    Yields ``{probe name: [weights (B, heads, Nq, Nk) per call]}`` (names like ``'layers.0.attn.attn_probe'``),
-    filled as the model runs in :func:`explicit_attention_mode`; the hooks are removed on exit.
-    """
-    records: Dict[str, List[Tensor]] = {}
-    handles = [module.register_forward_hook(lambda _, __, weights, name=name: records.setdefault(name, [])
-                                            .append(weights.detach()))
-               for name, module in model.named_modules() if isinstance(module, AttentionProbe)]
-    try:
-        with explicit_attention_mode():
-            yield records
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
 def explicit_attention(q: Tensor, k: Tensor, v: Tensor, *, logit_bias: Optional[Tensor] = None,
                        post_softmax_weights: Optional[Tensor] = None,
                        probe: Optional[nn.Module] = None) -> Tensor:
@@ -224,53 +186,17 @@ def split_heads(qkv: Tensor, rope_angles: Optional[Tensor] = None,
 
     The three stay token-major in memory, so SDPA's output is token-major too and merging the heads for the output
     projection is a view, not a copy kept for backward. With RoPE, backward keeps 3 widths per token for q, k, v,
-    not the rotated q, k plus the 3-wide fused output. Constant angles go through :class:`_RotatedHeads`; angles
+    not the rotated q, k plus the 3-wide fused output. Constant angles go through :class:`RotatedHeads`; angles
     that need a gradient (learnable frequencies), and every call under ``torch.compile`` (which fuses the real
     rotation itself), through autograd's composition of :func:`rotate_pairs`.
     """
     if rope_angles is None:
         return qkv.permute(2, 0, 3, 1, 4).unbind(0)
     if not (rope_angles.requires_grad and torch.is_grad_enabled() or torch.compiler.is_compiling()):
-        return _RotatedHeads.apply(qkv, (rotation_table(rope_angles) if rotation is None else rotation).unsqueeze(-2))
+        return RotatedHeads.apply(qkv, (rotation_table(rope_angles) if rotation is None else rotation).unsqueeze(-2))
     qk, v = qkv.split((2, 1), dim=2)
     q, k = rotate_pairs(qk, rope_angles.unsqueeze(-2).unsqueeze(-2)).permute(2, 0, 3, 1, 4).unbind(0)
     return q, k, v.squeeze(2).contiguous().transpose(1, 2)
-
-
-class _RotatedHeads(torch.autograd.Function):
-    """:func:`split_heads` with RoPE as one function: q and k rotated and v copied into one new token-major
-    ``(B, N, 3, heads, head_dim)`` buffer, returned as three ``(B, heads, N, head_dim)`` views. Backward rotates
-    the q and k gradients back (``exp(-i a)``) and writes all three straight into one buffer of the input's shape;
-    autograd's composition of the same math would stack, reshape and concatenate them (three more passes over
-    ``qkv``-sized gradients per block). ``rotation``: the constant complex
-    ``exp(i a)``, broadcastable to ``(B, N, heads, head_dim/2)``. Differentiable once, in ``qkv``; an unused
-    output's gradient is zero."""
-
-    @staticmethod
-    def forward(ctx, qkv: Tensor, rotation: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        out = torch.empty(qkv.shape, dtype=qkv.dtype, device=qkv.device)
-        rotate_pairs_into(out[:, :, 0], qkv[:, :, 0], rotation)
-        rotate_pairs_into(out[:, :, 1], qkv[:, :, 1], rotation)
-        out[:, :, 2].copy_(qkv[:, :, 2])
-        ctx.save_for_backward(rotation)
-        ctx.qkv_shape, ctx.qkv_dtype, ctx.qkv_device = qkv.shape, qkv.dtype, qkv.device
-        ctx.set_materialize_grads(False)  # an unused output's gradient arrives as None: no zeros to rotate
-        return tuple(out.permute(2, 0, 3, 1, 4).unbind(0))
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, *grads: Optional[Tensor]) -> Tuple[Tensor, None]:
-        rotation, = ctx.saved_tensors
-        grad_qkv = torch.empty(ctx.qkv_shape, dtype=ctx.qkv_dtype, device=ctx.qkv_device)
-        for index, grad in enumerate(grads):
-            target = grad_qkv[:, :, index]
-            if grad is None:
-                target.zero_()
-            elif index < 2:
-                rotate_pairs_into(target, grad.transpose(1, 2), rotation.conj())
-            else:
-                target.copy_(grad.transpose(1, 2))
-        return grad_qkv, None
 
 
 def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: Alpha = 0.,
@@ -281,10 +207,12 @@ def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask_mode: str, alpha: Alp
     ``attn_bias`` (broadcastable to ``(B, heads, Nq, Nk)``) is added to the logits in every mode: a float bias
     (e.g. a learnable decay ``lambda_h (t - s)``) or a boolean mask (True = attend; window padding). Bidirectional
     and causal attention with any bias stay on SDPA (``'official'`` at ``alpha < 1`` through
-    :func:`soft_mask_attention`); only :func:`explicit_attention_mode` (with a ``probe``) takes the explicit path.
+    :func:`soft_mask_attention`); only :func:`~.probes.explicit_attention_mode` (with a ``probe``) takes the
+    explicit path.
     """
-    check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)  # a Python check: no sync
-    explicit = probe is not None and explicit_attention_requested()
+    if mask_mode not in MASK_MODES:  # SelfAttention checks its own mode when built; a direct caller's typo stops here
+        check_choice('attention mask_mode', mask_mode, MASK_MODES, AttentionConfigError)
+    explicit = probe is not None and EXPLICIT_ATTENTION.get()
     post_softmax_weights = None
     soft = isinstance(alpha, Tensor) or 0. < alpha < 1.
     if mask_mode == 'bidirectional' or not soft and alpha >= 1.:
@@ -319,7 +247,7 @@ class SelfAttention(nn.Module):
     Attributes:
         soft_mask_rate: ``alpha`` in ``[0, 1]``, set at runtime (by the backbone or a hook); mirrored in the
             non-persistent 0-dim buffer ``soft_mask_alpha`` that compiled code reads.
-        attn_probe: :class:`AttentionProbe` (read the weights under :func:`explicit_attention_mode`).
+        attn_probe: :class:`~.probes.AttentionProbe` (read the weights under :func:`~.probes.explicit_attention_mode`).
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qkv_bias: bool = True, proj_bias: bool = True,
@@ -356,7 +284,7 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: Tensor, layout: Optional[TokenLayout] = None) -> Tensor:
         """``x`` ``(B, N, D)`` -> ``(B, N, D)``, rotated by the layout's sequence angles (if any)."""
-        if layout is None:
+        if layout is None or layout.angles is None:
             return self.attend(x)
         return self.attend(x, layout.angles, rotation=layout.rope_rotation())
 
@@ -388,10 +316,3 @@ class SelfAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, mask_mode={self.mask_mode!r}'
-
-
-__all__ = ['MASK_MODES', 'AttentionConfigError', 'AttentionProbe', 'SelfAttention', 'check_head_split',
-           'explicit_attention', 'explicit_attention_mode',
-           'explicit_attention_requested',
-           'masked_attention', 'merge_bias', 'record_attention', 'soft_causal_weights', 'soft_causal_logit_bias',
-           'soft_mask_attention', 'soft_mask_key_bias', 'split_heads']

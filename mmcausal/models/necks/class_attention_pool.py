@@ -11,7 +11,8 @@ from torch import Tensor
 
 from mmcausal.registry import MODELS
 from mmcausal.utils.errors import UserInputError
-from ..layers import ClassAttentionStage, build_norm_layer
+from ..cait import ClassAttentionStage
+from ..layers import build_norm_layer
 
 
 class PoolInputError(UserInputError, ValueError):

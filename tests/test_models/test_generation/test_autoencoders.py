@@ -1,4 +1,4 @@
-"""The latent spaces of the generative model (issue 31 §3): pixels, the SD-VAE (diffusers, optional, loaded from a
+"""The latent spaces of the generative model: pixels, the SD-VAE (diffusers, optional, loaded from a
 local folder on first use; here a stand-in module replaces diffusers, which the tests never import), stored posterior
 moments sampled again at every encode, and the twin's tiny autoencoder."""
 import sys

@@ -1,4 +1,4 @@
-"""ClassConditionalDiffusion (issue 31 §3): the generative model the runner trains and samples. Its loss falls under
+"""ClassConditionalDiffusion: the generative model the runner trains and samples. Its loss falls under
 both objectives through ``train_step``; uint8 BGR images reach it in [-1, 1] RGB; samples are uint8, follow
 ``test_cfg`` and depend on each sample's index and label only (not on the batch it is in); wrong combinations of
 parts fail at build time with a message."""

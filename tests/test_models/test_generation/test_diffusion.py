@@ -1,4 +1,4 @@
-"""GaussianDiffusion (issue 31 item 2, DDPM as DiT trains and samples it): schedule tables against their closed
+"""GaussianDiffusion (DDPM as DiT trains and samples it): schedule tables against their closed
 forms, the respaced steps, the hybrid loss against a re-derivation written here, and the DDPM / DDIM samplers on a
 Gaussian target whose optimal network is known in closed form."""
 import math
@@ -76,7 +76,8 @@ def test_respaced_steps_follow_the_official_running_sum_at_every_count():
 
 
 def reference_hybrid_loss(x0, t, noise, eps_hat, v):
-    """L_simple + L_vb of DiT's hybrid objective, re-derived from the definitions (spec Sec. 2.2) in float64."""
+    """L_simple + L_vb of DiT's hybrid objective, re-derived from the definitions (Nichol & Dhariwal
+    2021, Improved DDPM, Sec. 2-3) in float64."""
     x0, noise, eps_hat, v = (a.double() for a in (x0, noise, eps_hat, v))
     abar = ABAR[t].view(-1, 1)
     abar_prev = torch.where(t > 0, ABAR[(t - 1).clamp(min=0)], torch.ones(())).view(-1, 1)

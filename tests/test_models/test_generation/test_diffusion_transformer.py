@@ -1,4 +1,4 @@
-"""DiffusionTransformer (DiT / SiT / DiT-LLaMA / SiT-LLaMA, issue 31 item 1): parameter counts of the paper's sizes,
+"""DiffusionTransformer (DiT / SiT / DiT-LLaMA / SiT-LLaMA): parameter counts of the paper's sizes,
 adaLN-Zero, any grid divisible by the patch, RoPE modes, label dropout, guided forward, checkpointing, compile."""
 import math
 
@@ -18,7 +18,7 @@ from mmcausal.utils.errors import UserInputError
 pytestmark = pytest.mark.usefixtures('single_thread')
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2)
-#: official counts (spec table, ``sum(p.numel())`` of the official models, including the N x D sin-cos table)
+#: official counts (``sum(p.numel())`` of the official models, including the N x D sin-cos table)
 OFFICIAL_COUNTS = [
     ('base', 4, 'llama', 130_429_568), ('large', 4, 'llama', 464_222_336), ('xlarge', 2, 'llama', 674_968_352),
     ('small', 2, 'llama', 32_940_320), ('xlarge', 2, 'dit', 675_129_632), ('base', 4, 'dit', 130_475_648),

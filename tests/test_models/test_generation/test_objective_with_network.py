@@ -1,4 +1,4 @@
-"""The interface a generative model composes (issue 31, for the later BaseModel): a DiffusionTransformer bound to its
+"""The interface a generative model composes: a DiffusionTransformer bound to its
 labels as ``model_fn(x, t)`` trains under either objective (the loss falls on a fixed batch) and samples with
 guidance through the same call."""
 import pytest

@@ -1,4 +1,4 @@
-"""LinearInterpolant (issue 31 item 2, SiT's objective): the velocity loss, the score from the velocity, and the ODE
+"""LinearInterpolant (SiT's objective): the velocity loss, the score from the velocity, and the ODE
 (Euler, Heun, dopri5 through torchdiffeq) and SDE (Euler-Maruyama with the sigma diffusion and the final mean step)
 samplers on a Gaussian target whose velocity is known in closed form."""
 import sys
@@ -66,7 +66,7 @@ def test_samplers_with_the_optimal_velocity_reach_the_target(options, var_rtol):
 def test_euler_maruyama_follows_its_exact_affine_recursion():
     """The optimal drift v + w score is affine in x, so each Euler-Maruyama step maps the sample mean and variance as
     m' = m + drift(m) dt and s2' = (1 + slope dt)^2 s2 + 2 w dt (the last step: no noise). The sampler's samples must
-    have that chain's moments, written here from the spec's formulas."""
+    have that chain's moments, written here from the formulas of SiT's sampler."""
     def drift(x, t):
         velocity = optimal_velocity(x, torch.full((x.shape[0], ), t, dtype=torch.float64))
         return velocity + (1 - t) * (t * velocity - x) / (1 - t)

@@ -9,18 +9,12 @@ from functools import partial
 import pytest
 import torch
 
-from mmcausal.models.backbones import (
-    DecayAttention,
-    ILLaMA,
-    MultiScaleRetention,
-    SubsampledAttention,
-    TalkingHeadsAttention,
-)
+from mmcausal.models.cait import ClassAttention, TalkingHeadsAttention
+from mmcausal.models.defocus import DecayAttention, MultiScaleRetention
+from mmcausal.models.illama import ILLaMA
 from mmcausal.models.layers import (
-    ClassAttention,
     SelfAttention,
     TokenLayout,
-    WindowedAttention,
     apply_rotary,
     check_head_split,
     explicit_attention,
@@ -32,6 +26,7 @@ from mmcausal.models.layers import (
     split_heads,
 )
 from mmcausal.models.layers.attention import AttentionConfigError
+from mmcausal.models.vision_llama import SubsampledAttention, WindowedAttention
 from mmcausal.utils.errors import UserInputError
 
 torch.manual_seed(0)
@@ -205,7 +200,7 @@ def test_cached_soft_mask_built_in_inference_mode_still_trains():
 
 
 def _decay_bias(heads, tokens):
-    """A De-focus-style learnable decay ``lambda_h (t - s)`` with ``lambda_h < 0`` (notes B2)."""
+    """A De-focus-style learnable decay ``lambda_h (t - s)`` with ``lambda_h < 0`` (De-focus paper Sec. 5.1)."""
     slopes = -torch.tensor([0.1, 0.5, 2.0], dtype=torch.float64)[:heads]
     distance = (torch.arange(tokens)[:, None] - torch.arange(tokens)[None]).double()
     return slopes[:, None, None] * distance

@@ -3,18 +3,18 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from mmcv.cnn.bricks.transformer import FFN
 
 from mmcausal.models.layers import (
-    FFN,
     GridRoPE,
     SelfAttention,
     SwiGLUFFN,
     TokenLayout,
     TransformerBlock,
-    WindowedAttention,
     explicit_attention_mode,
-    window_key_mask,
 )
+from mmcausal.models.vision_llama import WindowedAttention
+from mmcausal.models.vision_llama.twins_attention import window_key_mask
 
 MIXER = partial(SelfAttention, num_heads=2, mask_mode='bidirectional')
 SWIGLU = partial(SwiGLUFFN, feedforward_channels=64, add_identity=False)

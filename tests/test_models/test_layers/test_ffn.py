@@ -86,7 +86,7 @@ def test_swiglu_float32_equals_autograd_composition():
 def test_swiglu_backward_keeps_two_hidden_widths_per_token():
     """Saved for backward: the input and the ``w12`` output (2h) per token, the gated product is recomputed;
     plain autograd also keeps ``silu(x1)`` and the gated product (4h). With VisionLLaMA's MAE width
-    (h = 8192 at D = 768) the gated product was a third of what a block kept (the ViTDet backbone at 1024 px)."""
+    (h = 8192 at D = 768) the gated product would be a third of what a block keeps (the ViTDet backbone at 1024 px)."""
     tokens, dims, hidden = 64, 16, 40
     ffn = SwiGLUFFN(dims, feedforward_channels=hidden, bias=False, add_identity=False)
     x = torch.randn(1, tokens, dims) * 1

@@ -1,17 +1,18 @@
 """GridRoPE: the RoPE position policy (1D sequence index, 2D / AS2D grids, GSA key grids).
 
 The 2D / AS2DRoPE tables are checked against independent formulas in test_rope_2d.py and the VisionLLaMA
-backbone tests; here the oracles are the formulas of the notes (visionllama.md §3.4, illama_defocus.md), written
-out without mmcausal code.
+backbone tests; here the oracles are the formulas of the official code (VisionLLaMA ``deit/my_models.py``, iLLaMA
+``models/illama.py``), written out without mmcausal code.
 """
 import pytest
 import torch
 
 from mmcausal.models.layers import GridRoPE, RopeConfigError
+from mmcausal.models.vision_llama.twins_attention import subsampled_key_angles
 
 
 def _angles_2d(positions, head_dim, theta=10000.):
-    """Notes §1.1/1.3: pair ``2k`` turns by ``x w_k``, pair ``2k+1`` by ``y w_k``, ``w_k = theta^(-4k/d)``."""
+    """VisionLLaMA's 2-D RoPE: pair ``2k`` turns by ``x w_k``, pair ``2k+1`` by ``y w_k``, ``w_k = theta^(-4k/d)``."""
     w = torch.tensor([theta ** (-4 * k / head_dim) for k in range(head_dim // 4)])
     y, x = positions[:, :1], positions[:, 1:]
     return torch.stack((x * w, y * w), dim=-1).flatten(-2)
@@ -49,32 +50,33 @@ def test_fixed_gsa_keys_sit_at_the_centres_of_their_cells(grid, sr):
     key_grid = (grid[0] // sr, grid[1] // sr)
     cells = torch.tensor([[float(r), float(c)] for r in range(grid[0]) for c in range(grid[1])])
     centres = cells.view(key_grid[0], sr, key_grid[1], sr, 2).mean(dim=(1, 3)).reshape(-1, 2)
-    angles = rope.subsampled_key_angles(grid, sr, key_grid, 'fixed')
+    angles = subsampled_key_angles(rope, grid, sr, key_grid, 'fixed')
     torch.testing.assert_close(angles, _angles_2d(centres, 16))
 
 
 @pytest.mark.parametrize('grid,sr', [((8, 8), 2), ((8, 8), 4), ((4, 4), 1)])
 def test_official_gsa_keys_reproduce_the_released_formula(grid, sr):
-    """Notes §3.4: ``x_k(m) = (1 - 1/sr) + sr (m mod W)``, ``y_k(m) = (1 - 1/sr) + sr floor(m / W)`` with the
-    query width ``W`` and ``M = floor(H W / sr^2)``; correct only for ``sr = 1``."""
+    """``precompute_freqs_cis_2d_general`` of the official GSA: ``x_k(m) = (1 - 1/sr) + sr (m mod W)``,
+    ``y_k(m) = (1 - 1/sr) + sr floor(m / W)`` with the query width ``W`` and ``M = floor(H W / sr^2)``; correct only
+    for ``sr = 1``."""
     rope = GridRoPE(16, mode='2d')
     height, width = grid
     num_keys = height * width // sr // sr
     offset = 1 - 1 / sr
     positions = torch.tensor([[offset + sr * (m // width), offset + sr * (m % width)] for m in range(num_keys)])
-    angles = rope.subsampled_key_angles(grid, sr, (height // sr, width // sr), 'official')
+    angles = subsampled_key_angles(rope, grid, sr, (height // sr, width // sr), 'official')
     torch.testing.assert_close(angles, _angles_2d(positions, 16))
     if sr == 1:
-        torch.testing.assert_close(angles, rope.subsampled_key_angles(grid, 1, grid, 'fixed'))
+        torch.testing.assert_close(angles, subsampled_key_angles(rope, grid, 1, grid, 'fixed'))
     with pytest.raises(RopeConfigError, match='gsa_key_pos'):
-        rope.subsampled_key_angles(grid, sr, grid, 'centred')
+        subsampled_key_angles(rope, grid, sr, grid, 'centred')
 
 
 def test_gsa_keys_are_auto_scaled_like_the_queries():
-    """AS2DRoPE scales keys and queries by the same ``s = B / H`` (notes §3.5)."""
+    """AS2DRoPE scales keys and queries by the same ``s = B / H`` (the official ``GSAttention`` with ``auto_scale``)."""
     rope = GridRoPE(16, mode='as2d', anchor=4)
     plain = GridRoPE(16, mode='2d')
     centres = torch.tensor([[0.5 + 2 * i, 0.5 + 2 * j] for i in range(4) for j in range(4)])
-    torch.testing.assert_close(rope.subsampled_key_angles((8, 8), 2, (4, 4)), _angles_2d(centres * 0.5, 16))
-    assert not torch.allclose(rope.subsampled_key_angles((8, 8), 2, (4, 4)),
-                              plain.subsampled_key_angles((8, 8), 2, (4, 4)))
+    torch.testing.assert_close(subsampled_key_angles(rope, (8, 8), 2, (4, 4)), _angles_2d(centres * 0.5, 16))
+    assert not torch.allclose(subsampled_key_angles(rope, (8, 8), 2, (4, 4)),
+                              subsampled_key_angles(plain, (8, 8), 2, (4, 4)))

@@ -1,3 +1,0 @@
-from .defocus_head import DefocusClsHead
-
-__all__ = ['DefocusClsHead']
