@@ -47,10 +47,11 @@ def _environment_is_restored_after_each_test():
 
 
 def _make_shapes(root: Path, style: str, seed: int = 0, num_val_detection: int = 16) -> Path:
-    """Write the three shapes datasets (ImageNet/ADE20K/COCO layouts) of ``style``: their default sizes, except
-    ``num_val_detection`` COCO validation images."""
-    from mmcausal.datasets.shapes import make_ade20k_like, make_coco_like, make_imagenet_like
+    """Write the shapes datasets (ImageNet/ADE20K/COCO layouts and the CIFAR-10 copy) of ``style``: their default
+    sizes, except ``num_val_detection`` COCO validation images."""
+    from mmcausal.datasets.shapes import make_ade20k_like, make_cifar_like, make_coco_like, make_imagenet_like
     make_imagenet_like(str(root / 'imagenet'), style=style, seed=seed)
+    make_cifar_like(str(root / 'cifar10'), style=style, seed=seed)
     make_ade20k_like(str(root / 'ade20k'), style=style, seed=seed)
     make_coco_like(str(root / 'coco'), style=style, seed=seed, num_val=num_val_detection)
     return root
@@ -58,7 +59,7 @@ def _make_shapes(root: Path, style: str, seed: int = 0, num_val_detection: int =
 
 @pytest.fixture(scope='session')
 def shapes_root(tmp_path_factory) -> Path:
-    """The three embedded datasets (style v1), generated once per test session."""
+    """The embedded datasets (style v1), generated once per test session."""
     return _make_shapes(tmp_path_factory.mktemp('shapes'), 'v1')
 
 

@@ -75,9 +75,13 @@ def loss_falls(losses: List[float], fraction: float = 0.8) -> bool:
     return bool(np.mean(losses[-k:]) < fraction * np.mean(losses[:k]))
 
 
+CIFAR_LAYOUTS = ('cifar10', 'cifar100')
+
+
 def data_options(shapes_root: Path, kind: str) -> List[str]:
-    """``--cfg-options`` that point a twin's dataloaders (and the COCO evaluators) at ``shapes_root/kind``."""
-    root = shapes_root / kind
+    """``--cfg-options`` that point a twin's dataloaders (and the COCO evaluators) at ``shapes_root/kind``; the CIFAR
+    twins name the folder themselves (``data_prefix``) and take ``shapes_root``."""
+    root = shapes_root if kind in CIFAR_LAYOUTS else shapes_root / kind
     options = [f'{split}_dataloader.dataset.data_root={root}' for split in ('train', 'val', 'test')]
     if kind == 'coco':
         options += [f'{split}_evaluator.ann_file={root}/annotations/instances_val2017.json'

@@ -327,6 +327,45 @@ RECIPES = {
        if '_shapes-' not in path.name},  # the CPU twins: tests/test_generation_twins.py
 }
 
+# iLLaMA's LLaMAfication ladder (paper Table 17; tests/test_models/test_illama/test_llamafication.py) trains every rung
+# on the basic recipe of Table 12 (the Table 13 recipe with 50 warm-up epochs); the last Tiny rung takes the 5 warm-up
+# epochs of the iLLaMA-T config with its soft mask.
+ILLAMA_LADDER = ('vit', 'swiglu', 'rmsnorm', 'causal', 'ps-cls', 'rope', 'rope-lpe', 'aug', 'softmask')
+
+
+def _illama_in21k(layers):  # iLLaMA Table 13, ImageNet-21K: AdamW 1e-3 @ 4096, wd 0.01, 5 + 85 epochs, fp32
+    return ('mmpretrain', 'AdamW', 1e-3, 0.01, ADAMW, None, layers, 4096,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 90)], ('epochs', 90), False)
+
+
+def _illama_finetune(lr, layers):  # iLLaMA Table 14: AdamW @ 512, wd 1e-8, 30 epochs, no warm-up, cosine, fp32
+    return ('mmpretrain', 'AdamW', lr, 1e-8, ADAMW, None, layers, 512, [('CosineAnnealingLR', 0, 30)],
+            ('epochs', 30), False)
+
+
+RECIPES.update({
+    **{f'illama/illama-{size}-p16_llamafication-{rung}_32xb128_in1k.py':
+       _imagenet(5 if (size, rung) == ('tiny', 'softmask') else 50)
+       for size in ('tiny', 'base') for rung in ILLAMA_LADDER},
+    'illama/illama-base-p16_32xb128_in21k.py': _illama_in21k(12),
+    'illama/illama-large-p16_32xb128_in21k.py': _illama_in21k(24),
+    'illama/illama-base-p16_in21k-pre_8xb64_in1k.py': _illama_finetune(8e-5, 12),
+    'illama/illama-base-p16_in21k-pre_8xb64_in1k-384px.py': _illama_finetune(1.1e-4, 12),
+    'illama/illama-large-p16_in21k-pre_8xb64_in1k.py': _illama_finetune(6e-5, 24),
+    'illama/illama-large-p16_in21k-pre_8xb64_in1k-384px.py': _illama_finetune(3.5e-5, 24),
+    'illama/illama-base-p16_8xb64_in1k-384px.py': _illama_finetune(8e-5, 12),
+})
+
+
+def _cifar_transfer():  # iLLaMA Table 16, official main_soft_transfer.py: AdamW 2e-3 @ 1024, wd 0.05, 50 + 250, fp16
+    return ('mmpretrain', 'AdamW', 2e-3, 0.05, ADAMW, None, None, 1024,
+            [('LinearLR', 0, 50), ('CosineAnnealingLR', 50, 300)], ('epochs', 300), True)
+
+
+RECIPES.update({f'illama/{model}-tiny-p16_in1k-pre_4xb256-300e{soft}_{data}.py': _cifar_transfer()
+                for model, soft in (('vit', ''), ('illama', ''), ('illama', '-soft-mask'))
+                for data in ('cifar10', 'cifar100')})
+
 
 def test_every_full_config_has_a_recipe_test():
     found = {str(p.relative_to(ROOT / 'configs')) for p in (ROOT / 'configs').glob('*/*.py')
@@ -644,3 +683,63 @@ def test_cait_full_size_models_run():
     segmentor = _build(_cait_config('upernet_cait-s24_8xb2-160k_ade20k-512x512.py'), 'mmseg')
     with torch.no_grad():  # the 32x32 table resized to the 8x10 grid; decode-head logits at stride 4
         assert segmentor(torch.randn(1, 3, 128, 160), mode='tensor').shape == (1, 150, 32, 40)
+
+
+# ------------------------------------------------------------------------ iLLaMA ImageNet-21K and 384 px fine-tuning
+# Paper Tables 13 / 14 and the official runs (https://github.com/techmonsterwang/iLLaMA/tree/d27201c/slurm: l6 / l9,
+# nft3 / nft11, hft1 / hft7 / hft18).
+@pytest.mark.parametrize('arch,params', [('base', 93_769_426), ('large', 320_131_282)])
+def test_illama_in21k_pretraining_recipe(arch, params):
+    cfg = _config(f'illama-{arch}-p16_32xb128_in21k.py')
+    dataset = cfg.train_dataloader.dataset
+    assert (dataset.type, dataset.data_root, dataset.split) == ('ImageNet21k', 'data/imagenet21k', 'train')
+    assert cfg.model.head.num_classes == cfg.data_preprocessor.num_classes == 10450  # winter-21 ImageNet-21K-P
+    backbone = cfg.model.backbone
+    assert (backbone.arch, backbone.img_size, backbone.mask_mode, backbone.drop_path_rate) == \
+        (arch, 224, 'official', 0.1)
+    assert [(a.type, a.alpha) for a in cfg.model.train_cfg.augments] == [('Mixup', 0.8), ('CutMix', 1.0)]
+    steps = {step.type: step for step in dataset.pipeline}
+    assert steps['RandAugment'].magnitude_level == 9 and steps['RandAugment'].magnitude_std == 0.5
+    assert steps['RandomErasing'].erase_prob == 0.25 and cfg.model.head.loss.label_smooth_val == 0.1
+    hook = cfg.custom_hooks[0]
+    assert (hook.type, hook.schedule, hook.cutoff, hook.start) == ('SoftMaskHook', 'constant', 30, 1.0)
+    assert all(cfg.get(key) is None for key in ('val_dataloader', 'val_cfg', 'val_evaluator', 'test_dataloader',
+                                                'test_cfg', 'test_evaluator'))  # the training set only (Sec. 4.2)
+    assert sum(p.numel() for p in build_on_meta(cfg).parameters()) == params  # the official logs' n_parameters
+
+
+#: config -> (arch, resolution, drop path, the 224 px model it starts from)
+ILLAMA_FINETUNES = {
+    'illama-base-p16_in21k-pre_8xb64_in1k.py': ('base', 224, 0.2, 'illama-base-p16_32xb128_in21k'),
+    'illama-base-p16_in21k-pre_8xb64_in1k-384px.py': ('base', 384, 0.2, 'illama-base-p16_32xb128_in21k'),
+    'illama-large-p16_in21k-pre_8xb64_in1k.py': ('large', 224, 0.3, 'illama-large-p16_32xb128_in21k'),
+    'illama-large-p16_in21k-pre_8xb64_in1k-384px.py': ('large', 384, 0.3, 'illama-large-p16_32xb128_in21k'),
+    'illama-base-p16_8xb64_in1k-384px.py': ('base', 384, 0.8, 'illama-base-p16_32xb128_in1k'),
+}
+
+
+@pytest.mark.parametrize('name', sorted(ILLAMA_FINETUNES))
+def test_illama_finetune_recipe(name):
+    arch, size, drop_path, start = ILLAMA_FINETUNES[name]
+    cfg = _config(name)
+    backbone = cfg.model.backbone
+    assert (backbone.arch, backbone.img_size, backbone.drop_path_rate) == (arch, size, drop_path)
+    # soft mask "constant, cutoff 0": the released code's causal attention (Eq. 2 at alpha = 0) from the first step
+    assert backbone.mask_mode == 'official' and 'soft_mask_rate' not in backbone and cfg.custom_hooks == []
+    assert cfg.model.get('train_cfg') is None and cfg.model.head.loss.label_smooth_val == 0.1  # no mixup / cutmix
+    train, test = cfg.train_dataloader.dataset.pipeline, cfg.val_dataloader.dataset.pipeline
+    steps = {step.type: step for step in train}
+    assert steps['RandomResizedCrop'].scale == size and steps['RandAugment'].magnitude_level == 9
+    assert steps['RandomErasing'].erase_prob == 0.25
+    if size == 384:  # the official evaluation at 384 px resizes without cropping
+        assert [(s.type, s.get('scale')) for s in test[1:-1]] == [('Resize', 384)]
+    else:
+        assert [(s.type, s.get('scale', s.get('crop_size'))) for s in test[1:-1]] == [('ResizeEdge', 256),
+                                                                                      ('CenterCrop', 224)]
+    if start.endswith('_in21k'):  # the 21K backbone; the 1K head starts fresh
+        init = backbone.init_cfg
+        assert (init.type, init.checkpoint, init.prefix) == ('Pretrained', f'work_dirs/{start}/epoch_90.pth',
+                                                             'backbone.')
+        assert cfg.get('load_from') is None
+    else:  # the whole 1K classifier (the converted official iLLaMA-B weights), head included
+        assert backbone.init_cfg is None and cfg.load_from == 'checkpoints/illama-base-p16_in1k.pth'

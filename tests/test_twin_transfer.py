@@ -26,6 +26,7 @@ BARS: Dict[str, Tuple[str, float]] = {
     'imagenet': ('accuracy/top1', 35.0),
     'ade20k': ('mIoU', 30.0),
     'coco': ('coco/bbox_mAP', 0.2),
+    'cifar10': ('accuracy/top1', 35.0),
 }
 
 
@@ -43,7 +44,9 @@ def evaluated_twins() -> List[Tuple[str, str]]:
         if cfg.get('val_evaluator') is None:
             assert cfg.model.type in UNEVALUATED_MODELS, f'{path.name}: a {cfg.model.type} twin without val_evaluator'
             continue
-        layout = Path(cfg.train_dataloader.dataset.data_root).name
+        dataset = cfg.train_dataloader.dataset
+        prefix = dataset.get('data_prefix')  # the CIFAR twins: data_root holds the layout's folder
+        layout = Path(dataset.data_root, prefix if isinstance(prefix, str) else '').name
         assert layout in BARS, f'{path.name}: no bar for the {layout!r} layout'
         twins.append((str(path.relative_to(ROOT)), layout))
     return sorted(twins, key=lambda twin: twin[1] != 'coco')

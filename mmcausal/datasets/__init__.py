@@ -1,8 +1,10 @@
 """Datasets: generators of the embedded synthetic 'shapes' data (real layouts of ImageNet/ADE20K/COCO), the
-per-sample seeded sampler / dataset wrappers, and the generation recipes' stored latents and ADM centre crop."""
+per-sample seeded sampler / dataset wrappers, mmpretrain's CIFAR loaders for a copy of the CIFAR files (no
+checksums), and the generation recipes' stored latents and ADM centre crop."""
+from .cifar import UncheckedCIFAR10, UncheckedCIFAR100
 from .latent_moments import LatentMomentsDataset, LatentMomentsStore, LatentStoreError
 from .seeded import SeededDataset, SeededIndex, SeededSampler
 from .transforms import ADMCenterCrop, adm_center_crop
 
 __all__ = ['ADMCenterCrop', 'LatentMomentsDataset', 'LatentMomentsStore', 'LatentStoreError', 'SeededDataset',
-           'SeededIndex', 'SeededSampler', 'adm_center_crop']
+           'SeededIndex', 'SeededSampler', 'UncheckedCIFAR10', 'UncheckedCIFAR100', 'adm_center_crop']

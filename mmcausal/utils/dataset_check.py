@@ -56,7 +56,8 @@ def _expected_paths(dataset_cfg: dict) -> List[str]:
         prefix = dict(img=prefix)
     if prefix:
         paths += [osp.join(root, value) for value in prefix.values() if isinstance(value, str) and value]
-    elif dataset_cfg.get('split'):  # mmpretrain ImageNet: <data_root>/<split>
+    elif dataset_cfg.get('split') and str(dataset_cfg.get('type', '')).startswith('ImageNet'):
+        # mmpretrain ImageNet: <data_root>/<split>; a CIFAR split names batches, not a folder
         paths.append(osp.join(root, dataset_cfg['split']))
     return paths
 

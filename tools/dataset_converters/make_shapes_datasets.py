@@ -3,13 +3,18 @@
 Usage, from the repository root::
 
     python tools/dataset_converters/make_shapes_datasets.py --out data/shapes [--seed 0] \
-        [--which imagenet ade20k coco] [--style v1|v2|v3] [--coco-val N]
+        [--which imagenet ade20k coco cue-conflict cifar10 cifar100] [--style v1|v2|v3] [--coco-val N] \
+        [--cue-conflict-per-pair N]
 
-writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of
-:mod:`mmcausal.datasets.shapes` (``--coco-val`` sets the COCO validation images: the twin-transfer test draws
-48). ``--style v2`` / ``v3`` draw the independent second and third
-styles (see :mod:`mmcausal.datasets.shapes.styles`). Datasets already generated with the same parameters are left
-as they are.
+writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of :mod:`mmcausal.datasets.shapes`
+(``--coco-val`` sets the COCO validation images: the twin-transfer test draws 48); ``--which cue-conflict`` writes
+``<out>/cue-conflict``, the shapes classes' cue-conflict images in the layout of Geirhos et al.'s set
+(:mod:`mmcausal.datasets.shapes.cue_conflict`, read by ``tools/analysis_tools/shape_bias.py``;
+``--cue-conflict-per-pair`` images per ordered class pair), drawn only on request, as are ``--which cifar10`` /
+``cifar100``: ``<out>/cifar10/cifar-10-batches-py`` and ``<out>/cifar100/cifar-100-python``, the python files of
+CIFAR-10 / CIFAR-100 holding 32 px shape images (:mod:`mmcausal.datasets.shapes.cifar`, read by mmcausal's
+``UncheckedCIFAR10`` / ``UncheckedCIFAR100``). ``--style v2`` / ``v3`` draw the independent second and third styles (see
+:mod:`mmcausal.datasets.shapes.styles`). Datasets already generated with the same parameters are left as they are.
 
 The generator package is loaded from its folder with :mod:`importlib` instead of ``import mmcausal...``:
 importing the package runs ``mmcausal/__init__.py``, which imports torch and the OpenMMLab libraries.
@@ -17,15 +22,19 @@ Loading the package alone needs only numpy and Pillow, so this script also works
 and from any working directory.
 """
 import argparse
+import importlib
 import importlib.util
 import os.path as osp
 import sys
+from functools import partial
 from types import ModuleType
 from typing import List, Optional
 
 SHAPES_DIR = osp.normpath(osp.join(osp.dirname(osp.abspath(__file__)), '..', '..', 'mmcausal', 'datasets', 'shapes'))
 STANDALONE_NAME = 'mmcausal_shapes_standalone'
 DATASETS = ('imagenet', 'ade20k', 'coco')
+#: sets drawn only on request
+EXTRA_DATASETS = ('cue-conflict', 'cifar10', 'cifar100')
 
 
 def load_shapes_module() -> ModuleType:
@@ -45,20 +54,26 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--out', default='data/shapes', help='output folder (default: data/shapes)')
     parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
-    parser.add_argument('--which', nargs='+', choices=DATASETS, default=list(DATASETS),
-                        help='datasets to generate (default: all)')
+    parser.add_argument('--which', nargs='+', choices=DATASETS + EXTRA_DATASETS, default=list(DATASETS),
+                        help='datasets to generate (default: imagenet ade20k coco; cue-conflict, cifar10, cifar100 on '
+                             'request)')
     parser.add_argument('--style', choices=('v1', 'v2', 'v3'), default='v1',
                         help='v1: the embedded data (default); v2, v3: independent draws with other statistics')
     parser.add_argument('--coco-val', type=int, default=16, help='COCO validation images (default: 16)')
+    parser.add_argument('--cue-conflict-per-pair', type=int, default=10,
+                        help='cue-conflict images per ordered pair of classes (default: 10, 160 images)')
     args = parser.parse_args(argv)
     if args.coco_val < 1:
         parser.error(f'--coco-val must be at least 1 (the COCO validation images), got {args.coco_val}')
+    if args.cue_conflict_per_pair < 1:
+        parser.error(f'--cue-conflict-per-pair must be at least 1, got {args.cue_conflict_per_pair}')
     return args
 
 
 def describe(name: str, summary: dict) -> str:
     """Return the one-line summary printed for a generated dataset."""
-    splits = ', '.join(f'{split} {n}' for split, n in summary['num_images'].items())
+    counts = summary['num_images']
+    splits = ', '.join(f'{split} {n}' for split, n in counts.items()) if isinstance(counts, dict) else str(counts)
     line = f'{name}: {summary["root"]} | images: {splits}'
     if 'num_instances' in summary:
         instances = ', '.join(f'{split} {n}' for split, n in summary['num_instances'].items())
@@ -70,10 +85,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     """Generate the requested datasets under ``--out`` and print one line per dataset."""
     args = parse_args(argv)
     shapes = load_shapes_module()
-    makers = dict(imagenet=shapes.make_imagenet_like, ade20k=shapes.make_ade20k_like,
-                  coco=shapes.make_coco_like)
+    cue_conflict = importlib.import_module(f'{STANDALONE_NAME}.cue_conflict')
+    makers = {'imagenet': shapes.make_imagenet_like, 'ade20k': shapes.make_ade20k_like,
+              'coco': shapes.make_coco_like, 'cue-conflict': cue_conflict.make_cue_conflict_like,
+              'cifar10': partial(shapes.make_cifar_like, variant='cifar10'),
+              'cifar100': partial(shapes.make_cifar_like, variant='cifar100')}
     for name in args.which:
-        sizes = dict(num_val=args.coco_val) if name == 'coco' else {}
+        sizes = dict(coco=dict(num_val=args.coco_val),
+                     **{'cue-conflict': dict(num_per_pair=args.cue_conflict_per_pair)}).get(name, {})
         summary = makers[name](osp.join(args.out, name), seed=args.seed, style=args.style, **sizes)
         print(describe(name, summary))
 

@@ -1,15 +1,15 @@
-"""Tiny synthetic "shapes" datasets in the on-disk layouts of ImageNet, ADE20K and COCO.
+"""Tiny synthetic "shapes" datasets in the on-disk layouts of ImageNet, ADE20K, COCO and CIFAR.
 
 The datasets let configs, tests and smoke trainings run through the stock dataset classes of
-mmpretrain (``ImageNet``/``CustomDataset``), mmsegmentation (``ADE20KDataset``/``BaseSegDataset``)
-and mmdetection (``CocoDataset``) without downloading anything.
+mmpretrain (``ImageNet``/``CustomDataset``, the ``CIFAR10``/``CIFAR100`` loaders), mmsegmentation
+(``ADE20KDataset``/``BaseSegDataset``) and mmdetection (``CocoDataset``) without downloading anything.
 
 Every image holds one or more filled shapes of the classes in :data:`SHAPE_CLASSES` on a random background.
 Colours, sizes, positions and rotations are random and independent of the class; the shapes of all classes are
 drawn with the same area distribution, so only the *form* tells the class apart. The same polygons give the
 images, the segmentation maps and the COCO annotations (:mod:`.geometry`).
 
-Layouts and label conventions (the writers :mod:`.imagenet`, :mod:`.ade20k`, :mod:`.coco`):
+Layouts and label conventions (the writers :mod:`.imagenet`, :mod:`.ade20k`, :mod:`.coco`, :mod:`.cifar`):
 
 * :func:`make_imagenet_like` -- one centred-ish shape per image, label = index in :data:`SHAPE_CLASSES`.
 * :func:`make_ade20k_like` -- ``L`` PNG maps with 0 = unlabelled (the outline around every shape),
@@ -17,6 +17,8 @@ Layouts and label conventions (the writers :mod:`.imagenet`, :mod:`.ade20k`, :mo
   :data:`ADE20K_CLASSES` and 0 becomes 255 (ignore).
 * :func:`make_coco_like` -- non-overlapping shapes with polygon annotations, ``category_id = 1 + i``
   for ``SHAPE_CLASSES[i]``.
+* :func:`make_cifar_like` -- 32 x 32 images of one shape in the python-pickle files of CIFAR-10 or CIFAR-100
+  (:mod:`.cifar`), label = index in :data:`SHAPE_CLASSES`.
 
 Three independent styles (``style=``, :mod:`.styles`) draw the same classes into the same file layouts, each
 from its own random streams: ``'v1'`` (default, :mod:`.style_v1`: light fills on dark textures, +-20 degree
@@ -32,12 +34,13 @@ Only numpy, Pillow and the standard library are used (no torch), so the generato
 environment exists.
 """
 from .ade20k import ADE20K_CLASSES, make_ade20k_like
+from .cifar import CIFAR_LAYOUTS, make_cifar_like
 from .coco import make_coco_like
 from .geometry import SHAPE_CLASSES, make_polygon, polygon_area, polygon_mask
 from .imagenet import make_imagenet_like
 from .styles import STYLES
 
 __all__ = [
-    'ADE20K_CLASSES', 'SHAPE_CLASSES', 'STYLES', 'make_ade20k_like', 'make_coco_like', 'make_imagenet_like',
-    'make_polygon', 'polygon_area', 'polygon_mask'
+    'ADE20K_CLASSES', 'CIFAR_LAYOUTS', 'SHAPE_CLASSES', 'STYLES', 'make_ade20k_like', 'make_cifar_like',
+    'make_coco_like', 'make_imagenet_like', 'make_polygon', 'polygon_area', 'polygon_mask'
 ]
