@@ -357,6 +357,26 @@ RECIPES.update({
 })
 
 
+def _illama_qat(lr):  # iLLaMA Table 15 (8-bit QAT): Table 13's recipe, base lr 3e-3 (T) / 4e-3 (S), 5 warm-up epochs
+    return ('mmpretrain', 'AdamW', lr, 0.05, ADAMW, None, 12, 4096,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 300)], ('epochs', 300), False)
+
+
+RECIPES.update({'illama/illama-tiny-p16_qat-w8a8_32xb128_in1k.py': _illama_qat(3e-3),
+                'illama/illama-small-p16_qat-w8a8_32xb128_in1k.py': _illama_qat(4e-3)})
+
+
+@pytest.mark.parametrize('arch', ['tiny', 'small'])
+def test_qat_configs_quantize_at_8_bits_from_the_full_precision_model(arch):
+    cfg = _config(f'illama-{arch}-p16_qat-w8a8_32xb128_in1k.py')
+    full = _config(f'illama-{arch}-p16_32xb128_in1k.py')
+    assert cfg.model.backbone.qat == dict(bits=8)
+    assert cfg.load_from == f'checkpoints/illama-{arch}-p16_in1k.pth'
+    # Table 15 keeps the rest of the from-scratch recipe (drop path, mixup / cutmix, soft mask)
+    assert cfg.model.backbone.drop_path_rate == full.model.backbone.drop_path_rate
+    assert cfg.model.train_cfg == full.model.train_cfg and cfg.custom_hooks == full.custom_hooks
+
+
 def _cifar_transfer():  # iLLaMA Table 16, official main_soft_transfer.py: AdamW 2e-3 @ 1024, wd 0.05, 50 + 250, fp16
     return ('mmpretrain', 'AdamW', 2e-3, 0.05, ADAMW, None, None, 1024,
             [('LinearLR', 0, 50), ('CosineAnnealingLR', 50, 300)], ('epochs', 300), True)

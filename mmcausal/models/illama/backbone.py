@@ -38,6 +38,7 @@ from ..layers import (
     resolve_arch,
     swiglu_hidden_dims,
 )
+from .quantization import quantize_blocks
 
 FFN_TYPES = ('swiglu', 'gelu')
 
@@ -75,6 +76,9 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
         use_rope: 1D RoPE on q/k (Sec. 3.4); False leaves q/k unrotated.
         use_pos_embed: the learnable absolute position table (``pos_embed``); False builds none (the RoPE-only
             rung of Table 17), so the state dict has no ``pos_embed`` key.
+        qat: quantization-aware training, e.g. ``dict(bits=8)``: every block's attention and FFN linear layers
+            fake-quantize their weights and inputs with learnable step sizes (:mod:`.quantization`, paper Sec. 4.4);
+            None (default) builds the full-precision model.
         qkv_bias, rope_theta, patch_size, in_channels: as named.
     """
     arch_zoo = {
@@ -105,6 +109,7 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
                  use_pos_embed: bool = True,
                  frozen_stages: int = -1,
                  with_cp: bool = False,
+                 qat: Optional[dict] = None,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
         self._set_mask_mode(mask_mode)
@@ -141,6 +146,8 @@ class ILLaMA(MaskedAttentionMixin, PlainBackbone):
         self.pool_norm = nn.Identity()
         self.soft_mask_rate = soft_mask_rate
         self.with_cp = with_cp
+        if qat is not None:
+            quantize_blocks(self, **qat)
         self._freeze_stages()
 
     def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
