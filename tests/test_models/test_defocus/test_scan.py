@@ -19,8 +19,8 @@ from mmcausal.models.defocus.mamba import _mamba_ssm_scan, mamba_ssm_kernel
 from mmcausal.models.defocus.scans import cpu as cpu_scan
 from mmcausal.models.defocus.scans import triton as triton_scan
 from mmcausal.models.defocus.scans.cpu import SEGMENT, compiler_flags, cpu_kernel_selective_scan
-from mmcausal.models.defocus.scans.triton import SEGMENT as TRITON_SEGMENT
 from mmcausal.models.defocus.scans.segsum import segsum_selective_scan
+from mmcausal.models.defocus.scans.triton import SEGMENT as TRITON_SEGMENT
 from mmcausal.models.defocus.scans.triton import triton_selective_scan
 from reference.official_defocus import sequential_scan
 
@@ -392,6 +392,7 @@ def triton_device() -> str:
     return 'cuda'
 
 
+@pytest.mark.e2e  # four GPU compilations: about 7 s
 def test_triton_kernels_compile_for_a100_and_h100_without_spilling():
     """What the interpreter cannot show: both kernels, as the ops launch them, go through Triton's GPU compiler and
     ptxas for sm_80 and sm_90 (no GPU needed), and in fp32 (what training runs) keep their state in registers (no
