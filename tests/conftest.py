@@ -1,4 +1,5 @@
 """Test-suite set-up: make ``tests/reference`` importable (pytest runs in importlib mode, see pyproject)."""
+import copy
 import os
 import sys
 from pathlib import Path
@@ -32,6 +33,83 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.xdist_group('generation_judge'))
         elif _uses_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def pytest_configure(config) -> None:
+    """Two shortcuts for the tests' in-process work (not the tools they run as zygote forks)."""
+    _stop_dataloader_workers_promptly()
+    _load_each_repository_config_once()
+
+
+#: The index queues of every live multiprocessing DataLoader iterator of this process, by the iterator's id.
+_LIVE_INDEX_QUEUES = {}
+
+
+def _stop_dataloader_workers_promptly() -> None:
+    """A finished in-process run's DataLoader workers stop at once, also when the garbage collector frees the run.
+
+    mmengine's Runner sits in reference cycles (runner, loops, hooks), so the cyclic garbage collector frees its
+    dataloader iterators, and it clears weak references before it calls ``__del__``: the finalizers of an iterator's
+    index queues run first (their feeder threads stop), then the iterator's ``__del__`` asks its workers to exit
+    through those queues, the request never leaves this process, and torch waits 5 s per worker before killing it:
+    20 s for a twin's train and val loaders (2 workers each), wherever a collection happens to free a run (80 of the
+    125 s of ``test_defocus_twin_resumes_bit_identically`` on its own, about 500 s of the in-process end-to-end tests).
+    A reference to each live iterator's index queues from here, dropped once the iterator has shut its workers down,
+    keeps the queues out of that garbage: the workers get the request and exit at once, as they do when an iterator
+    is freed by its reference count. (Tools run as zygote forks leave through the interpreter's exit, which ends
+    daemonic workers at once.)"""
+    from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter as Iterator
+    if getattr(Iterator, '_mmcausal_tests_keep_queues', False):
+        return
+    start, shut_down = Iterator.__init__, Iterator._shutdown_workers
+
+    def __init__(self, loader) -> None:
+        try:
+            start(self, loader)
+        finally:  # also when starting a worker failed: __del__ still shuts down those that started
+            if hasattr(self, '_index_queues'):
+                _LIVE_INDEX_QUEUES[id(self)] = self._index_queues
+
+    def _shutdown_workers(self) -> None:
+        try:
+            shut_down(self)
+        finally:
+            if getattr(self, '_shutdown', False):
+                _LIVE_INDEX_QUEUES.pop(id(self), None)
+
+    Iterator.__init__, Iterator._shutdown_workers = __init__, _shutdown_workers
+    Iterator._mmcausal_tests_keep_queues = True
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / 'configs'
+#: The parsed configs of this repository, by ``Config.fromfile``'s arguments (and the working directory).
+_PARSED_CONFIGS = {}
+
+
+def _load_each_repository_config_once() -> None:
+    """``Config.fromfile`` parses each config of ``configs/`` once per process, then hands out deep copies.
+
+    Parsing a config and its bases takes about 0.2 s, and the tests parse the same ones hundreds of times (748 calls
+    for 140 files in the unit tests, 119 of their 420 s, and more in the end-to-end tests and the in-process tools).
+    A copy holds what a new parse gives (the same file name and text, independent values); the repository's configs
+    do not change during a run, and read no environment variables. Other files (temporary configs, broken ones) and
+    failed parses are not kept."""
+    from mmengine.config import Config
+    if getattr(Config, '_mmcausal_tests_parse_once', False):
+        return
+    parse = Config.fromfile
+
+    def fromfile(filename, *args, **kwargs):
+        path = Path(os.path.realpath(filename))
+        if CONFIGS not in path.parents:
+            return parse(filename, *args, **kwargs)
+        key = (str(filename), os.getcwd(), args, tuple(sorted(kwargs.items())))
+        if key not in _PARSED_CONFIGS:
+            _PARSED_CONFIGS[key] = parse(filename, *args, **kwargs)
+        return copy.deepcopy(_PARSED_CONFIGS[key])
+
+    Config.fromfile = staticmethod(fromfile)
+    Config._mmcausal_tests_parse_once = True
 
 
 @pytest.fixture(autouse=True)

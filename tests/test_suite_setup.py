@@ -84,6 +84,7 @@ def test_a_start_up_variable_the_worker_set_is_undone_and_commands_still_fork(tm
     assert json.loads(result.stdout.splitlines()[0])['parent'] == zygote._zygote.process.pid, result.stderr
 
 
+@pytest.mark.e2e  # a fresh interpreter each: about 5 s
 @pytest.mark.parametrize('end,status', [('return', 0), ('exit-3', 3), ('raise', 1), ('terminated', -15)])
 def test_a_zygote_command_sees_what_a_fresh_interpreter_sees(tmp_path, end, status):
     # RANK: what in-process tests leave in a worker's environment, read when used, so it does not force a fresh run
@@ -114,7 +115,7 @@ def test_a_zygote_command_past_its_timeout_is_killed(tmp_path):
     (tmp_path / 'probe.py').write_text(PROBE)
     start = time.time()
     with pytest.raises(subprocess.TimeoutExpired):
-        run_python([sys.executable, 'probe.py', 'sleep'], cwd=tmp_path, timeout=5)
+        run_python([sys.executable, 'probe.py', 'sleep'], cwd=tmp_path, timeout=1)
     assert time.time() - start < 60
     assert _probe(tmp_path, 'return').returncode == 0  # the zygote serves on
 

@@ -84,6 +84,7 @@ DYNAMIC = [
 ]
 
 
+@pytest.mark.e2e  # a whole twin through the tool and ONNX Runtime: 5 to 90 s each on 2 cores
 @pytest.mark.parametrize('config,args,part,shapes,options', DYNAMIC,
                          ids=[Path(case[0]).stem.split('_')[0] + '-' + case[2] for case in DYNAMIC])
 def test_export_matches_pytorch(tmp_path, single_thread, config, args, part, shapes, options):
@@ -93,6 +94,7 @@ def test_export_matches_pytorch(tmp_path, single_thread, config, args, part, sha
         assert _max_delta(model, part, path, shape) < TOLERANCE
 
 
+@pytest.mark.e2e  # about 5 s each
 @pytest.mark.parametrize('mask_mode,alpha', [('causal', 0.), ('official', 0.3), ('bidirectional', 0.)])
 def test_illama_exports_in_every_mask_mode(tmp_path, single_thread, mask_mode, alpha):
     options = {'model.backbone.mask_mode': mask_mode, 'model.backbone.soft_mask_rate': alpha, **TWO_BLOCKS}
