@@ -8,6 +8,7 @@ from mmengine.registry import init_default_scope
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import nn
 
+import fake_timm
 from mmcausal.registry import MODELS
 
 
@@ -15,13 +16,13 @@ def build_on_meta(cfg: Config, scope: Optional[str] = None) -> nn.Module:
     """Build ``cfg.model`` (no pretrained init) on the meta device: full-size models without memory or init.
 
     A test-time-augmentation wrapper (``model.module``) is built around its model. ``scope`` defaults to the
-    config's ``default_scope``.
+    config's ``default_scope``. Without timm, a timm network (a distillation teacher) is :mod:`fake_timm`'s.
     """
     model = cfg.model.get('module', cfg.model)
     if 'backbone' in model:  # a generative model has none (its network has no pretrained init)
         model.backbone.init_cfg = None
     init_default_scope(scope or cfg.default_scope)
-    with torch.device('meta'):
+    with torch.device('meta'), fake_timm.installed():  # a distillation teacher may be a timm network
         return MODELS.build(cfg.model)
 
 

@@ -223,6 +223,11 @@ def _cait_imagenet():  # CaiT Sec. 4.3: AdamW 1e-3 @ 1024, wd 0.05, 5 warm-up ep
             [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 400)], ('epochs', 400), True)
 
 
+def _deit():  # DeiT Table 9 / deit main.py: AdamW 5e-4 per 512 x 1024, wd 0.05, 5 warm-up + cosine, 300 epochs, AMP
+    return ('mmpretrain', 'AdamW', 1e-3, 0.05, ADAMW, None, None, 1024,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 300)], ('epochs', 300), True)
+
+
 def _generation(kilo_iters):  # DiT / SiT train.py: AdamW 1e-4, wd 0, no scheduler, 8 x 32, iterations, fp32 default
     return ('mmpretrain', 'AdamW', 1e-4, 0.0, ADAMW, None, None, 256, [], ('iters', kilo_iters * 1000), False)
 
@@ -312,6 +317,11 @@ RECIPES = {
     **{f'cait/cait-{a}_8xb128-400e_in1k.py': _cait_imagenet() for a in ('xxs24', 'xxs36', 's24')},
     **{f'cait/cait-{a}_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 'xxs36', 'xs24', 's24', 's36')},
     'cait/cait-m36_32xb8-60e_in1k-384px.py': _cait_finetune(),
+    **{f'cait/cait-{a}_dist-regnety-16gf_8xb128-400e_in1k.py': _cait_imagenet() for a in ('xxs24', 's24')},
+    'cait/cait-m36_dist-regnety-16gf_32xb32-400e_in1k.py': _cait_imagenet(),
+    **{f'cait/cait-{a}_dist-regnety-16gf_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 's24')},
+    'cait/cait-m36_dist-regnety-16gf_32xb8-60e_in1k-384px.py': _cait_finetune(),
+    **{f'distillation/deit-{a}_dist-regnety-16gf_8xb128-300e_in1k.py': _deit() for a in ('small', 'base')},
     'cait/cait-m48_32xb8-60e_in1k-448px.py': _cait_finetune(),
     'cait/cait-m48_32xb8-fsdp-60e_in1k-448px.py': _cait_finetune(),
     # ours: the iLLaMA-S recipe (Table 13) with a CaiT class-attention tail as the pooling
@@ -387,6 +397,58 @@ RECIPES.update({f'illama/{model}-tiny-p16_in1k-pre_4xb256-300e{soft}_{data}.py':
                 for data in ('cifar10', 'cifar100')})
 
 
+def _deit3(lr, layers):  # official deit/train_plain_800.sh: LAMB (unscaled lr) @ 2048, wd 0.05, 5 + 795 epochs, fp16
+    return ('mmpretrain', 'Lamb', lr, 0.05, ADAMW, None, layers, 2048,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 800)], ('epochs', 800), True)
+
+
+def _deit3_ft(layers):  # the official 224 px fine-tune: AdamW 1e-5 @ 512, wd 0.1, 5 + 15 epochs, fp16
+    return ('mmpretrain', 'AdamW', 1e-5, 0.1, ADAMW, None, layers, 512,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, 20)], ('epochs', 20), True)
+
+
+#: VisionLLaMA paper Table 7 rows on VisionLLaMA-L (two stages each); (f) GAP also on S and B
+VISION_LLAMA_ABLATIONS = ('gelu', 'rmsnorm', 'rope25', 'rope50', 'theta100', 'theta1000', 'theta100000',
+                          'rope-per-head', 'gap')
+RECIPES.update({
+    'vision_llama/vision-llama-small-p16_deit3_8xb256-800e_in1k.py': _deit3(4e-3, 12),
+    'vision_llama/vision-llama-small-p16_deit3-gap_8xb256-800e_in1k.py': _deit3(4e-3, 12),
+    **{f'vision_llama/vision-llama-base-p16_deit3{tag}_8xb256-800e_in1k-192px.py': _deit3(3e-3, 12)
+       for tag in ('', '-gap')},
+    **{f'vision_llama/vision-llama-base-p16_deit3{tag}-ft_8xb64-20e_in1k.py': _deit3_ft(12) for tag in ('', '-gap')},
+    **{f'vision_llama/vision-llama-large-p16_deit3{tag}_8xb256-800e_in1k-128px.py': _deit3(3e-3, 24)
+       for tag in ('', *(f'-{row}' for row in VISION_LLAMA_ABLATIONS))},
+    **{f'vision_llama/vision-llama-large-p16_deit3{tag}-ft_8xb64-20e_in1k.py': _deit3_ft(24)
+       for tag in ('', *(f'-{row}' for row in VISION_LLAMA_ABLATIONS))},
+    # Table 7(g): Pyramid VisionLLaMA-S + LPE / + PEG on the pyramid recipe
+    **{f'vision_llama/pyramid-vision-llama-small-{pe}_8xb128-300e_in1k.py': _pyramid_imagenet()
+       for pe in ('lpe', 'peg')},
+})
+
+
+# CaiT's ablations (paper Tables 1, 2 and 8: DeiT's recipe, which is CaiT's, for 300 epochs; the 400-epoch rungs and the
+# ↑384 rung as the CaiT configs they follow) and transfer (Table 7, Sec. 4.4.3: the ImageNet recipe with lr / 100 for
+# CIFAR, / 10 otherwise, 1000 epochs, 360 for iNaturalist); tests/test_models/test_cait/test_ablation_configs.py
+# checks what each config changes.
+def _cait_epochs(epochs, lr=1e-3):
+    return ('mmpretrain', 'AdamW', lr, 0.05, ADAMW, None, None, 1024,
+            [('LinearLR', 0, 5), ('CosineAnnealingLR', 5, epochs)], ('epochs', epochs), True)
+
+
+RECIPES.update({
+    **{str(p.relative_to(ROOT / 'configs')): _cait_epochs(300) for p in (ROOT / 'configs/cait').glob('deit-small*.py')
+       if '-300e_' in p.name},
+    'cait/deit-small_to-cait-400e_8xb128-400e_in1k.py': _cait_epochs(400),
+    'cait/deit-small_to-cait-test-256px_8xb128-400e_in1k.py': _cait_epochs(400),
+    'cait/deit-small_to-cait-384px_8xb32-60e_in1k-384px.py': _cait_finetune(),
+    'cait/cait-s36_8xb128-400e_in1k.py': _cait_imagenet(),
+    'cait/cait-m36_8xb128-400e_in1k.py': _cait_imagenet(),
+    **{f'cait/cait-{a}-in1k-pre_8xb128-{e}e_{data}.py': _cait_epochs(e, lr) for a in ('s36', 'm36')
+       for data, e, lr in (('cifar10', 1000, 1e-5), ('cifar100', 1000, 1e-5), ('flowers102', 1000, 1e-4),
+                           ('stanford-cars', 1000, 1e-4), ('inat2018', 360, 1e-4), ('inat2019', 360, 1e-4))},
+})
+
+
 def test_every_full_config_has_a_recipe_test():
     found = {str(p.relative_to(ROOT / 'configs')) for p in (ROOT / 'configs').glob('*/*.py')
              if '_shapes-' not in p.name and not p.name.endswith('_ms-test.py')}  # twins: *_shapes-*
@@ -427,13 +489,15 @@ def test_full_config_recipe(name):
     optimizer = build_optim_wrapper(model, wrapper_cfg).optimizer
     assert type(optimizer).__name__ == opt_type
     assert optimizer.defaults['lr'] == pytest.approx(lr) and optimizer.defaults['weight_decay'] == wd
-    if opt_type == 'AdamW':
+    if opt_type in ('AdamW', 'Lamb'):
         assert tuple(optimizer.defaults['betas']) == betas
     else:
         assert optimizer.defaults['momentum'] == betas
 
     names = {id(p): n for n, p in model.named_parameters()}
-    groups = [(names[id(p)], g) for g in optimizer.param_groups for p in g['params']]
+    # a distillation teacher's parameters never have a gradient, so the optimizer never changes them
+    groups = [(names[id(p)], g) for g in optimizer.param_groups for p in g['params']
+              if not names[id(p)].startswith('teacher.')]
     in_groups = [n for n, _ in groups]
     assert len(in_groups) == len(set(in_groups))  # no parameter twice
     assert {n for n, p in model.named_parameters() if p.requires_grad} <= set(in_groups)
@@ -554,6 +618,8 @@ CAIT_IN1K = {
     'cait-xxs24_8xb128-400e_in1k.py': ('xxs24', 224, 192, 0.05, 1e-5),
     'cait-xxs36_8xb128-400e_in1k.py': ('xxs36', 224, 192, 0.1, 1e-5),  # the code's 1e-5; the paper says 1e-6
     'cait-s24_8xb128-400e_in1k.py': ('s24', 224, 384, 0.1, 1e-5),
+    'cait-s36_8xb128-400e_in1k.py': ('s36', 224, 384, 0.2, 1e-6),  # the 224 px stages of S36↑384 / M36↑384
+    'cait-m36_8xb128-400e_in1k.py': ('m36', 224, 768, 0.3, 1e-6),
     'cait-xxs24_8xb32-60e_in1k-384px.py': ('xxs24', 384, 192, 0.05, 1e-5),
     'cait-xxs36_8xb32-60e_in1k-384px.py': ('xxs36', 384, 192, 0.1, 1e-5),
     'cait-xs24_8xb32-60e_in1k-384px.py': ('xs24', 384, 288, 0.05, 1e-5),
@@ -562,7 +628,17 @@ CAIT_IN1K = {
     'cait-m36_32xb8-60e_in1k-384px.py': ('m36', 384, 768, 0.3, 1e-6),
     'cait-m48_32xb8-60e_in1k-448px.py': ('m48', 448, 768, 0.3, 1e-6),
     'cait-m48_32xb8-fsdp-60e_in1k-448px.py': ('m48', 448, 768, 0.3, 1e-6),
+    # hard distillation from RegNetY-16GF (paper Sec. 4.3): the released (Υ) models' training
+    'cait-xxs24_dist-regnety-16gf_8xb128-400e_in1k.py': ('xxs24', 224, 192, 0.05, 1e-5),
+    'cait-s24_dist-regnety-16gf_8xb128-400e_in1k.py': ('s24', 224, 384, 0.1, 1e-5),
+    'cait-m36_dist-regnety-16gf_32xb32-400e_in1k.py': ('m36', 224, 768, 0.3, 1e-6),
+    'cait-xxs24_dist-regnety-16gf_8xb32-60e_in1k-384px.py': ('xxs24', 384, 192, 0.05, 1e-5),
+    'cait-s24_dist-regnety-16gf_8xb32-60e_in1k-384px.py': ('s24', 384, 384, 0.1, 1e-5),
+    'cait-m36_dist-regnety-16gf_32xb8-60e_in1k-384px.py': ('m36', 384, 768, 0.3, 1e-6),
 }
+#: where a distilled ↑384 run starts: the released (distilled) 224 px weights, converted, or the distilled 224 px run
+CAIT_DIST_START = {'xxs24': 'checkpoints/cait-xxs24_in1k-224px.pth', 's24': 'checkpoints/cait-s24_in1k-224px.pth',
+                   'm36': 'work_dirs/cait-m36_dist-regnety-16gf_32xb32-400e_in1k/epoch_400.pth'}
 
 
 def _cait_config(name: str) -> Config:
@@ -581,6 +657,15 @@ def test_cait_imagenet_recipe(name):
     arch, size, width, drop_path, _ = CAIT_IN1K[name]
     cfg = _cait_config(name)
     model = cfg.model
+    distilled = '_dist-' in name
+    if distilled:  # DeiT hard distillation on the one head, alpha 0.5, from deit's RegNetY-16GF at the student's size
+        assert (model.type, model.distillation, model.alpha) == ('DistillationClassifier', dict(mode='hard'), 0.5)
+        teacher = Config.fromfile(model.teacher.config)
+        assert (teacher.model.type, teacher.model.model_name, model.teacher.get('input_size')) == (
+            'TimmClassifier', 'regnety_160', None)
+        assert model.teacher.checkpoint == 'https://dl.fbaipublicfiles.com/deit/regnety_160-a5fe301d.pth'
+    else:
+        assert model.type == 'ImageClassifier'
     backbone = model.backbone
     assert (backbone.type, backbone.arch, backbone.img_size, backbone.get('patch_size', 16)) == ('CaiT', arch, size, 16)
     assert (backbone.drop_path_rate, backbone.out_type) == (drop_path, 'cls_token')
@@ -625,7 +710,8 @@ def test_cait_imagenet_recipe(name):
         # the sharded variant starts from it through the model's init (FSDPStrategy's load_from is sharded)
         sharded = cfg.get('runner_type') == 'FlexibleRunner'
         start = cfg.model.init_cfg.checkpoint if sharded else cfg.load_from
-        assert start == f'work_dirs/cait-{arch}_8xb128-400e_in1k/epoch_400.pth'
+        undistilled = f'work_dirs/cait-{arch}_8xb128-400e_in1k/epoch_400.pth'
+        assert start == (CAIT_DIST_START[arch] if distilled else undistilled)
 
 
 @pytest.mark.parametrize('name,init', [('cait-xxs36_8xb128-400e_in1k.py', 1e-5), ('cait-s36_8xb32-60e_in1k-384px.py',

@@ -1,8 +1,9 @@
 """Models, one package per paper family (:mod:`.illama`, :mod:`.vision_llama` plain and pyramid, :mod:`.defocus`,
-:mod:`.cait`, :mod:`.generation`), what two or more of them use (:mod:`.layers`) and the necks any backbone takes
-(:mod:`.necks`); all registered in MMEngine's root ``MODELS``. Every model class is importable from here, e.g.
-``from mmcausal.models import VisionLLaMA``."""
-from . import cait, defocus, generation, illama, layers, necks, vision_llama  # noqa: F401  (registers every model)
+:mod:`.cait`, :mod:`.generation`), what two or more of them use (:mod:`.layers`), the necks any backbone takes
+(:mod:`.necks`) and the distillation classifier any student takes (:mod:`.distillation`); all registered in
+MMEngine's root ``MODELS``. Every model class is importable from here, e.g. ``from mmcausal.models import
+VisionLLaMA``."""
+from . import cait, defocus, distillation, generation, illama, layers, necks, vision_llama  # noqa: F401  (registers every model)
 from .cait import CaiT, TalkingHeadsAttention
 from .defocus import (
     DecayAttention,
@@ -13,6 +14,7 @@ from .defocus import (
     DefocusViT,
     MultiScaleRetention,
 )
+from .distillation import DistillationClassifier, DistillationLoss
 from .generation import (
     SDVAE,
     AutoencoderReconstruction,
@@ -31,7 +33,8 @@ from .vision_llama import MAEVisionLLaMA, PyramidVisionLLaMA, SubsampledAttentio
 __all__ = [
     'CaiT', 'DefocusMamba', 'DefocusRetNet', 'DefocusViT', 'ILLaMA', 'PyramidVisionLLaMA', 'VisionLLaMA',
     'DecayAttention', 'DefocusMambaMixer', 'MultiScaleRetention', 'SubsampledAttention', 'TalkingHeadsAttention',
-    'DefocusClsHead', 'ClassAttentionPool', 'SimpleFeaturePyramid', 'MAEVisionLLaMA', 'random_masking',
+    'DefocusClsHead', 'DistillationClassifier', 'DistillationLoss',
+    'ClassAttentionPool', 'SimpleFeaturePyramid', 'MAEVisionLLaMA', 'random_masking',
     'AutoencoderReconstruction', 'ClassConditionalDiffusion', 'DiffusionTransformer', 'GaussianDiffusion',
     'LinearInterpolant', 'MomentsLatents', 'PixelSpace', 'SDVAE', 'TinyAutoencoder'
 ]

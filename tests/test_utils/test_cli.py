@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLS = 'configs/illama/illama-nano-p8_1xb32-30e_shapes-64px.py'
 DET = 'configs/illama/mask-rcnn_illama-nano-p16_sfp_1xb4-36e_shapes-128px.py'
 DEFOCUS = 'configs/defocus/defocus-vit-nano-p8_1xb32-45e_shapes-64px.py'
+DISTILLATION = 'configs/cait/cait-nano-p16_dist_1xb64-150e_shapes-64px.py'
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -240,6 +241,13 @@ CATALOGUE = [
      r'ConfigValueError: model\.backbone\.drop_rate is a fraction and must be in \[0, 1\], got -0\.1'),
     ('cls-soft-mask-rate-above-one', 'train', CLS, 'imagenet', _options('model.backbone.soft_mask_rate=1.5'), 1,
      r'ConfigValueError: model\.backbone\.soft_mask_rate is a fraction and must be in \[0, 1\], got 1\.5'),
+    ('distillation-teacher-not-trained', 'train', DISTILLATION, 'imagenet', _options(), 1,
+     r'UserInputError: not found: work_dirs/resnet18-w16_1xb64-60e_shapes-64px/epoch_60\.pth The teacher checkpoint '
+     r'does not exist: train the teacher config first, or set model\.teacher\.checkpoint'),
+    ('distillation-teacher-of-another-model', 'train', DISTILLATION, 'imagenet',
+     _with_checkpoint(lambda: _model_state(CLS), 'model.teacher.checkpoint={ckpt}'), 1,
+     r'CheckpointMismatchError: missing: backbone\.conv1\.weight.* The teacher checkpoint does not fit the teacher '
+     r'\(ImageClassifier\): give the weights of model\.teacher\.config, or its config\.'),
     ('seg-dropout-ratio-above-one', 'train', SEG, 'ade20k', _options('model.decode_head.dropout_ratio=1.5'), 1,
      r'ConfigValueError: model\.decode_head\.dropout_ratio is a fraction and must be in \[0, 1\], got 1\.5'),
     ('seg-unknown-norm-type', 'train', SEG, 'ade20k', _options('model.decode_head.norm_cfg.type=BN2'), 1,
