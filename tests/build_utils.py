@@ -16,14 +16,21 @@ def build_on_meta(cfg: Config, scope: Optional[str] = None) -> nn.Module:
     """Build ``cfg.model`` (no pretrained init) on the meta device: full-size models without memory or init.
 
     A test-time-augmentation wrapper (``model.module``) is built around its model. ``scope`` defaults to the
-    config's ``default_scope``. Without timm, a timm network (a distillation teacher) is :mod:`fake_timm`'s.
+    config's ``default_scope``. Without timm, a timm network (a distillation teacher) is :mod:`fake_timm`'s. A model
+    whose construction reads a tensor's value (mmpretrain's ResNet) is built on the CPU.
     """
     model = cfg.model.get('module', cfg.model)
     if 'backbone' in model:  # a generative model has none (its network has no pretrained init)
         model.backbone.init_cfg = None
     init_default_scope(scope or cfg.default_scope)
-    with torch.device('meta'), fake_timm.installed():  # a distillation teacher may be a timm network
-        return MODELS.build(cfg.model)
+    with fake_timm.installed():  # a distillation teacher may be a timm network
+        try:
+            with torch.device('meta'):
+                return MODELS.build(cfg.model)
+        except RuntimeError as error:  # mmpretrain's ResNet reads its drop-path rates with .item(): small, on the CPU
+            if 'meta tensors' not in str(error):
+                raise
+            return MODELS.build(cfg.model)
 
 
 def registered_backbones() -> List[str]:

@@ -318,7 +318,7 @@ RECIPES = {
     **{f'cait/cait-{a}_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 'xxs36', 'xs24', 's24', 's36')},
     'cait/cait-m36_32xb8-60e_in1k-384px.py': _cait_finetune(),
     **{f'cait/cait-{a}_dist-regnety-16gf_8xb128-400e_in1k.py': _cait_imagenet() for a in ('xxs24', 's24')},
-    'cait/cait-m36_dist-regnety-16gf_32xb32-400e_in1k.py': _cait_imagenet(),
+    'cait/cait-m36_dist-regnety-16gf_8xb128-400e_in1k.py': _cait_imagenet(),
     **{f'cait/cait-{a}_dist-regnety-16gf_8xb32-60e_in1k-384px.py': _cait_finetune() for a in ('xxs24', 's24')},
     'cait/cait-m36_dist-regnety-16gf_32xb8-60e_in1k-384px.py': _cait_finetune(),
     **{f'distillation/deit-{a}_dist-regnety-16gf_8xb128-300e_in1k.py': _deit() for a in ('small', 'base')},
@@ -441,6 +441,8 @@ RECIPES.update({
     'cait/deit-small_to-cait-400e_8xb128-400e_in1k.py': _cait_epochs(400),
     'cait/deit-small_to-cait-test-256px_8xb128-400e_in1k.py': _cait_epochs(400),
     'cait/deit-small_to-cait-384px_8xb32-60e_in1k-384px.py': _cait_finetune(),
+    'cait/deit-small_to-cait-dist-regnety-16gf_8xb32-60e_in1k-384px.py': _cait_finetune(),
+    'cait/deit-small_to-cait-dist-crop1.0_8xb32-60e_in1k-384px.py': _cait_finetune(),
     'cait/cait-s36_8xb128-400e_in1k.py': _cait_imagenet(),
     'cait/cait-m36_8xb128-400e_in1k.py': _cait_imagenet(),
     **{f'cait/cait-{a}-in1k-pre_8xb128-{e}e_{data}.py': _cait_epochs(e, lr) for a in ('s36', 'm36')
@@ -631,14 +633,14 @@ CAIT_IN1K = {
     # hard distillation from RegNetY-16GF (paper Sec. 4.3): the released (Υ) models' training
     'cait-xxs24_dist-regnety-16gf_8xb128-400e_in1k.py': ('xxs24', 224, 192, 0.05, 1e-5),
     'cait-s24_dist-regnety-16gf_8xb128-400e_in1k.py': ('s24', 224, 384, 0.1, 1e-5),
-    'cait-m36_dist-regnety-16gf_32xb32-400e_in1k.py': ('m36', 224, 768, 0.3, 1e-6),
+    'cait-m36_dist-regnety-16gf_8xb128-400e_in1k.py': ('m36', 224, 768, 0.3, 1e-6),
     'cait-xxs24_dist-regnety-16gf_8xb32-60e_in1k-384px.py': ('xxs24', 384, 192, 0.05, 1e-5),
     'cait-s24_dist-regnety-16gf_8xb32-60e_in1k-384px.py': ('s24', 384, 384, 0.1, 1e-5),
     'cait-m36_dist-regnety-16gf_32xb8-60e_in1k-384px.py': ('m36', 384, 768, 0.3, 1e-6),
 }
 #: where a distilled ↑384 run starts: the released (distilled) 224 px weights, converted, or the distilled 224 px run
 CAIT_DIST_START = {'xxs24': 'checkpoints/cait-xxs24_in1k-224px.pth', 's24': 'checkpoints/cait-s24_in1k-224px.pth',
-                   'm36': 'work_dirs/cait-m36_dist-regnety-16gf_32xb32-400e_in1k/epoch_400.pth'}
+                   'm36': 'work_dirs/cait-m36_dist-regnety-16gf_8xb128-400e_in1k/epoch_400.pth'}
 
 
 def _cait_config(name: str) -> Config:

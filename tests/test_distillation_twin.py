@@ -1,10 +1,10 @@
 """The distillation twins through the tools: the ResNet-18 teacher twin
-(``configs/distillation/resnet18-w16_1xb64-60e_shapes-64px.py``) trains briefly, then the CaiT tiny twin learns from it
-with hard distillation (``configs/cait/cait-nano-p16_dist_1xb64-150e_shapes-64px.py``, the teacher's checkpoint given on
-the command line): both loss terms are logged, the student learns to match its teacher (the distillation term falls;
-in 12 epochs the tiny CaiT's label term is still on its plateau), the checkpoint holds the student alone, and
-``tools/test.py`` evaluates it in the distillation config and in the plain CaiT twin's config. The comparison with
-and without the teacher (several seeds) is in ``configs/cait/README.md``."""
+(``configs/distillation/resnet18-nano-w16_1xb64-60e_shapes-64px.py``) trains briefly, then the CaiT tiny twin learns
+from it with hard distillation (``configs/cait/cait-nano-p16_dist_1xb64-150e_shapes-64px.py``, the teacher's
+checkpoint given on the command line): both loss terms are logged, the student learns to match its teacher (the
+distillation term falls; in 12 epochs the tiny CaiT's label term is still on its plateau), the checkpoint holds the
+student alone, and ``tools/test.py`` evaluates it in the distillation config and in the plain CaiT twin's config. The
+comparison with and without the teacher (several seeds) is in ``configs/cait/README.md``."""
 import json
 import math
 import sys
@@ -17,7 +17,7 @@ import torch
 
 from e2e_utils import data_options, run_command
 
-TEACHER = 'configs/distillation/resnet18-w16_1xb64-60e_shapes-64px.py'
+TEACHER = 'configs/distillation/resnet18-nano-w16_1xb64-60e_shapes-64px.py'
 STUDENT = 'configs/cait/cait-nano-p16_dist_1xb64-150e_shapes-64px.py'
 PLAIN = 'configs/cait/cait-nano-p16_1xb64-150e_shapes-64px.py'
 TEACHER_EPOCHS, STUDENT_EPOCHS = 8, 12

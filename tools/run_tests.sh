@@ -12,7 +12,7 @@ bash tools/setup_env.sh
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 args=()
 for arg in "$@"; do
-  if [[ $arg == --fast ]]; then args+=(-m "not e2e"); else args+=("$arg"); fi
+  if [[ $arg == '--fast' ]]; then args+=(-m "not e2e"); else args+=("$arg"); fi
 done
 exec "$ROOT/.venv/bin/python" -m pytest tests -ra --durations=15 -n "${MMCAUSAL_TEST_WORKERS:-2}" --dist loadgroup \
   ${args[@]+"${args[@]}"}

@@ -2,7 +2,7 @@
 # trained with DeiT hard distillation from a convnet teacher, as every released CaiT model was (paper Sec. 4.3: the
 # average of the CE to the label and the CE to the teacher's argmax, on the single class head; teacher RegNetY-16GF).
 # The teacher here is the ResNet-18 teacher twin: train it first,
-#   python tools/train.py configs/distillation/resnet18-w16_1xb64-60e_shapes-64px.py
+#   python tools/train.py configs/distillation/resnet18-nano-w16_1xb64-60e_shapes-64px.py
 # (its checkpoint is read from work_dirs/ below, or --cfg-options model.teacher.checkpoint=...). The teacher sees the
 # student's batch (same 64 px, same normalisation) and is not saved in the student's checkpoints.
 _base_ = './cait-nano-p16_1xb64-150e_shapes-64px.py'
@@ -10,7 +10,7 @@ _base_ = './cait-nano-p16_1xb64-150e_shapes-64px.py'
 model = dict(
     type='DistillationClassifier',
     teacher=dict(
-        config='{{fileDirname}}/../distillation/resnet18-w16_1xb64-60e_shapes-64px.py',
-        checkpoint='work_dirs/resnet18-w16_1xb64-60e_shapes-64px/epoch_60.pth'),
+        config='{{fileDirname}}/../distillation/resnet18-nano-w16_1xb64-60e_shapes-64px.py',
+        checkpoint='work_dirs/resnet18-nano-w16_1xb64-60e_shapes-64px/epoch_60.pth'),
     distillation=dict(mode='hard'),
     alpha=0.5)

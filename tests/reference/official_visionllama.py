@@ -16,7 +16,12 @@ Written from the official code (VisionLLaMA ``mmpretrain/mmpretrain/models/backb
 * no class token in the forward pass (the only working official setting, ``with_cls_token=False``);
 * :class:`OfficialLLaMADET`: the ViTDet variant — window attention (window 14) in all but the global
   blocks, zero padding after ``ln1`` with **no** attention mask, a window-local 14x14 table, and the full
-  integer grid in the global blocks.
+  integer grid in the global blocks;
+* :class:`OfficialDeiTVisionLLaMA`: the supervised deit model (``deit/my_models.py``, keys of the deit
+  ``checkpoint.pth``: ``patch_embed.proj``, ``cls_token``, ``blocks.i.{norm1,attn.qkv,attn.proj,gamma_1,norm2,
+  mlp.c_fc1,mlp.c_fc2,mlp.c_proj,gamma_2}``, ``norm``, ``head``), written from the official model code:
+  LayerScale 1e-4, a bias-free split SwiGLU, the class token rotated like flat index -1, and the Table 7
+  ablation switches of the same code (``rpe_ratio``, ``share_rpe``, ``theta``, RMSNorm, GELU MLP, GAP).
 """
 import math
 
@@ -191,3 +196,154 @@ def randomize_(model, scale=0.1, seed=0):
             if name.endswith('bias') or '.ln' in name or name.startswith(('ln1', 'cls_token', 'pos_embed')):
                 param.add_(torch.randn(param.shape, generator=generator) * scale)
     return model
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The supervised deit model (official ``deit/my_models.py``: ``VisionLLaMA`` with ``LAMABlock``), eval only.
+# ----------------------------------------------------------------------------------------------------------------
+def precompute_freqs_cis_2d_deit(dim, end, theta=10000.0, use_cls=False, cls_row='trunc'):
+    """The deit table ``(end(+1), dim // 2)``: flat indices ``-1?, 0 .. end-1`` on a square grid of side
+    ``int(sqrt(end))``, ``x = n % side``, ``y = n // side``. The class token's index -1 gives ``x = side - 1`` and
+    ``y = 0`` under the pinned torch 1.7 (tensor ``//`` truncated, ``cls_row='trunc'``) or ``-1`` (``'floor'``)."""
+    side = int(end ** 0.5)
+    flat = torch.arange(-1 if use_cls else 0, end)
+    pos_x = (flat % side).float()
+    pos_y = torch.div(flat, side, rounding_mode='trunc' if cls_row == 'trunc' else 'floor').float()
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 4)[: dim // 4].float() / dim))
+    cis_x = torch.polar(torch.ones(len(flat), dim // 4), torch.outer(pos_x, freqs))
+    cis_y = torch.polar(torch.ones(len(flat), dim // 4), torch.outer(pos_y, freqs))
+    return torch.stack([cis_x, cis_y], dim=-1).reshape(len(flat), dim // 2)
+
+
+def apply_rotary_emb_deit(xq, xk, freqs_cis):
+    """``(B, N, heads, r)``; the table is ``(N, r/2)`` (shared by the heads) or ``(N, heads * r / 2)`` (one band per
+    head, viewed as ``(1, N, heads, r/2)``: the official ``reshape_for_broadcast``)."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    if freqs_cis.shape[-1] == xq_.shape[-1]:
+        freqs_cis = freqs_cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
+    else:
+        freqs_cis = freqs_cis.view(1, *xq_.shape[1:])
+    return (torch.view_as_real(xq_ * freqs_cis).flatten(3).type_as(xq),
+            torch.view_as_real(xk_ * freqs_cis).flatten(3).type_as(xk))
+
+
+class DeiTPatchEmbed(nn.Module):
+    def __init__(self, in_channels, dim, patch):
+        super().__init__()
+        self.proj = nn.Conv2d(in_channels, dim, patch, patch, bias=True)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class RAttention(nn.Module):
+    """timm attention with RoPE on the first ``int(rpe_ratio * head_dim)`` channels of q and k."""
+
+    def __init__(self, dim, heads, rpe_ratio=1.0):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.rpe_ratio = rpe_ratio
+        self.qkv = nn.Linear(dim, dim * 3, bias=True)
+        self.proj = nn.Linear(dim, dim, bias=True)
+
+    def forward(self, x, freqs_cis):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 1, 3, 4)  # B N H hd
+        rpe_dim = int(self.rpe_ratio * c // self.heads)
+        q_rot, k_rot = apply_rotary_emb_deit(q[..., :rpe_dim], k[..., :rpe_dim], freqs_cis)
+        q = torch.cat((q_rot, q[..., rpe_dim:]), dim=-1).transpose(1, 2)
+        k = torch.cat((k_rot, k[..., rpe_dim:]), dim=-1).transpose(1, 2)
+        attn = ((q @ k.transpose(-2, -1)) * self.scale).softmax(dim=-1)
+        return self.proj((attn @ v.transpose(1, 2)).transpose(1, 2).reshape(b, n, c))
+
+
+class DeiTLLaMAMLP(nn.Module):
+    """Bias-free SwiGLU of width ``round_up(int(2 * 4C / 3), 256)``: ``c_proj(silu(c_fc1 x) * c_fc2 x)``."""
+
+    def __init__(self, dim):
+        super().__init__()
+        hidden = int(2 * 4 * dim / 3)
+        hidden = hidden if hidden % 256 == 0 else hidden + 256 - hidden % 256
+        self.c_fc1 = nn.Linear(dim, hidden, bias=False)
+        self.c_fc2 = nn.Linear(dim, hidden, bias=False)
+        self.c_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.c_proj(F.silu(self.c_fc1(x)) * self.c_fc2(x))
+
+
+class GeluMlp(nn.Module):
+    """timm ``Mlp``: ``fc2(GELU(fc1 x))`` with biases, hidden ``4C`` (the ablation's FFN)."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class RMSNormDeit(nn.Module):
+    """``x * rsqrt(mean(x^2) + eps) * weight`` (the official ``RMSNorm``)."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LAMABlock(nn.Module):
+    """``x + gamma_1 * attn(norm1 x)``, ``x + gamma_2 * mlp(norm2 x)``; LayerScale starts at 1e-4."""
+
+    def __init__(self, dim, heads, norm, mlp='swiglu', rpe_ratio=1.0):
+        super().__init__()
+        self.norm1 = norm(dim)
+        self.attn = RAttention(dim, heads, rpe_ratio)
+        self.norm2 = norm(dim)
+        self.mlp = DeiTLLaMAMLP(dim) if mlp == 'swiglu' else GeluMlp(dim)
+        self.gamma_1 = nn.Parameter(1e-4 * torch.ones(dim))
+        self.gamma_2 = nn.Parameter(1e-4 * torch.ones(dim))
+
+    def forward(self, x, freqs_cis):
+        x = x + self.gamma_1 * self.attn(self.norm1(x), freqs_cis)
+        return x + self.gamma_2 * self.mlp(self.norm2(x))
+
+
+class OfficialDeiTVisionLLaMA(nn.Module):
+    """The supervised plain VisionLLaMA (``vit_llama_rope_{small,base,large}_patch16``) and its Table 7 ablations.
+
+    ``forward`` returns the logits; :meth:`forward_features` the pooled feature: ``norm(x)[:, 0]`` with the class
+    token, ``norm(mean(x))`` without it (the ablation's GAP). Integer positions (no auto scale), one table for the
+    run's square grid; ``share_rpe=False`` builds a table ``heads`` times wider and gives each head its band.
+    """
+
+    def __init__(self, img_size=224, patch=16, dim=384, depth=12, heads=6, num_classes=1000, in_channels=3,
+                 use_cls_token=True, norm='ln', mlp='swiglu', rpe_ratio=1.0, share_rpe=True, theta=10000.0,
+                 cls_row='trunc'):
+        super().__init__()
+        norm_layer = (lambda d: nn.LayerNorm(d, eps=1e-6)) if norm == 'ln' else RMSNormDeit
+        self.patch_embed = DeiTPatchEmbed(in_channels, dim, patch)
+        self.num_patches = (img_size // patch) ** 2
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim)) if use_cls_token else None
+        self.blocks = nn.ModuleList(LAMABlock(dim, heads, norm_layer, mlp, rpe_ratio) for _ in range(depth))
+        self.norm = norm_layer(dim)
+        self.head = nn.Linear(dim, num_classes)
+        table_dim = int(dim // heads * rpe_ratio) if share_rpe else int(dim * rpe_ratio)
+        self.freqs_cis = precompute_freqs_cis_2d_deit(table_dim, self.num_patches, theta, use_cls_token, cls_row)
+
+    def forward_features(self, x):
+        x = self.patch_embed(x)
+        if self.cls_token is not None:
+            x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+        for block in self.blocks:
+            x = block(x, self.freqs_cis)
+        return self.norm(x)[:, 0] if self.cls_token is not None else self.norm(x.mean(dim=1))
+
+    def forward(self, x):
+        return self.head(self.forward_features(x))

@@ -242,8 +242,8 @@ CATALOGUE = [
     ('cls-soft-mask-rate-above-one', 'train', CLS, 'imagenet', _options('model.backbone.soft_mask_rate=1.5'), 1,
      r'ConfigValueError: model\.backbone\.soft_mask_rate is a fraction and must be in \[0, 1\], got 1\.5'),
     ('distillation-teacher-not-trained', 'train', DISTILLATION, 'imagenet', _options(), 1,
-     r'UserInputError: not found: work_dirs/resnet18-w16_1xb64-60e_shapes-64px/epoch_60\.pth The teacher checkpoint '
-     r'does not exist: train the teacher config first, or set model\.teacher\.checkpoint'),
+     r'UserInputError: not found: work_dirs/resnet18-nano-w16_1xb64-60e_shapes-64px/epoch_60\.pth The teacher '
+     r'checkpoint does not exist: train the teacher config first, or set model\.teacher\.checkpoint'),
     ('distillation-teacher-of-another-model', 'train', DISTILLATION, 'imagenet',
      _with_checkpoint(lambda: _model_state(CLS), 'model.teacher.checkpoint={ckpt}'), 1,
      r'CheckpointMismatchError: missing: backbone\.conv1\.weight.* The teacher checkpoint does not fit the teacher '

@@ -1,5 +1,5 @@
 # DeiT hard distillation from RegNetY-16GF, as the released CaiT models and DeiT's distilled models were trained: a
-# block a student config merges into its model (`_base_ = [<student>, '../_base_/distillation/hard_regnety-16gf.py']`,
+# block a student config merges into its model (list this file after the student config in `_base_`,
 # `model = {{_base_.regnety_16gf_hard_distillation}}`, or the teacher alone: `teacher={{_base_.regnety_16gf_teacher}}`;
 # only these prefixed variables are defined, so the two bases do not clash). The loss: (1 - alpha) x the head's label
 # loss + alpha x CE to the teacher's argmax, alpha 0.5 (the average of the two, DeiT eq. 3). The teacher

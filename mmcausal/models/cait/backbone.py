@@ -27,6 +27,12 @@ norm, per token)::
 
 ``g1``, ``g2`` are LayerScale vectors. :class:`ClassAttentionStage` stacks such blocks on a learned class token; the
 backbone ends with one, and :class:`~mmcausal.models.necks.ClassAttentionPool` puts one on any backbone.
+
+The paper's ablations (Tables 1, 2 and 8: from DeiT-S to CaiT) are options of the same backbone: ``attn_type``
+(talking heads or plain multi-head attention), ``residual_scale`` / ``branch_init`` (LayerScale, a scalar per branch
+as ReZero / Fixup / T-Fixup, or none: :mod:`.residual_scaling`), ``cls_insert_layer`` (no class-attention stage: the
+class token joins the patch sequence before SA block ``k``, ViT / DeiT at ``k = 0``) and ``drop_path_schedule``
+(uniform or DeiT's linear ramp).
 """
 from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
@@ -45,6 +51,7 @@ from ..layers import (
     BackboneConfigError,
     MaskModeMixin,
     PlainBackbone,
+    SelfAttention,
     TokenLayout,
     TransformerBlock,
     build_norm_layer,
@@ -55,9 +62,12 @@ from ..layers import (
     resize_pos_embed,
     resolve_arch,
 )
+from .residual_scaling import BRANCH_INITS, fixup_init, set_residual_scale, t_fixup_init
 from .talking_heads import TalkingHeadsAttention
 
 FEATURE_NORMS = ('none', 'final')
+ATTN_TYPES = ('talking_heads', 'multi_head')
+DROP_PATH_SCHEDULES = ('uniform', 'linear')
 
 
 class ClassAttention(nn.Module):
@@ -177,6 +187,20 @@ class CaiT(MaskModeMixin, PlainBackbone):
         attn_impl: talking-heads path: ``'auto'`` (the fused explicit path while tokens <= 2 x width, i.e. at 224
             and 384 px, SDPA beyond; with a key mask or causal: explicit while tokens <= width),
             ``'sdpa'`` (O(N) memory, ``heads`` x the attention FLOPs) or ``'explicit'`` (the reference); all exact.
+        attn_type: mixer of the SA blocks: ``'talking_heads'`` (CaiT, Sec. 4.3) or ``'multi_head'`` (plain
+            multi-head attention, DeiT; Table 8 starts from it).
+        residual_scale: weighting of every residual branch (SA and CA blocks): ``'layerscale'`` (Eq. 4, the default),
+            ``'scalar'`` (one learned ``alpha`` per branch, Table 1's ReZero / Fixup / T-Fixup / ``alpha = eps``) or
+            ``'none'`` (DeiT); ``layer_scale_init_value`` is the initial ``lambda`` or ``alpha``
+            (:mod:`.residual_scaling`).
+        branch_init: ``'default'`` (TruncNormal 0.02), ``'fixup'`` or ``'t-fixup'`` (the adapted methods of Table 1,
+            :mod:`.residual_scaling`) for the SA blocks; applied after the default init, never over a ``Pretrained``
+            one.
+        cls_insert_layer: None (CaiT: the class-attention stage after the SA blocks) or ``k`` in ``[0, L)``: no
+            class-attention stage, the class token (no position) is prepended to the patch tokens before SA block
+            ``k`` and read after the last block (Table 2; ``k = 0`` is ViT / DeiT). Bidirectional attention only.
+        drop_path_schedule: ``'uniform'`` (every SA block ``drop_path_rate``, Sec. 4.1.1) or ``'linear'`` (block ``i``
+            of ``L``: ``drop_path_rate * i / (L - 1)``, DeiT).
         norm_cfg: norm of every block and of ``norm`` (LayerNorm eps 1e-6, as all released models).
         frozen_stages: freeze the patch embedding, position table and the first ``frozen_stages`` SA blocks (all
             of them: the class stage and ``norm`` too).
@@ -202,8 +226,8 @@ class CaiT(MaskModeMixin, PlainBackbone):
         'official': "iLLaMA's post-softmax mask (no renormalisation) is not defined for talking-heads attention, "
                     'which mixes the heads after the softmax and adds a bias over the keys, and no CaiT weights were '
                     'trained with it; use "causal" (strict) or "bidirectional".'}
-    stem_parameters = ('pos_embed', )
-    has_cls_token = True  # it joins after the SA blocks (class attention), never the patch sequence
+    stem_parameters = ('pos_embed', 'cls_token')  # cls_token: only with ``cls_insert_layer``
+    has_cls_token = True  # it joins after the SA blocks (class attention) or, with cls_insert_layer, before block k
     drop_path_schedule = 'uniform'
 
     def __init__(self,
@@ -219,6 +243,11 @@ class CaiT(MaskModeMixin, PlainBackbone):
                  layer_scale_init_value: Optional[float] = None,
                  attn_impl: str = 'auto',
                  mask_mode: str = 'bidirectional',
+                 attn_type: str = 'talking_heads',
+                 residual_scale: str = 'layerscale',
+                 branch_init: str = 'default',
+                 cls_insert_layer: Optional[int] = None,
+                 drop_path_schedule: str = 'uniform',
                  norm_cfg: Optional[dict] = None,
                  frozen_stages: int = -1,
                  with_cp: bool = False,
@@ -235,25 +264,62 @@ class CaiT(MaskModeMixin, PlainBackbone):
             layer_scale_init_value = setting.get('layer_scale_init_value', 1e-5)
         mlp_dims = int(setting.get('mlp_ratio', 4.) * self.embed_dims)
 
+        check_choice('attn_type', attn_type, ATTN_TYPES, BackboneConfigError)
+        self.branch_init = check_choice('branch_init', branch_init, BRANCH_INITS, BackboneConfigError)
+        self.drop_path_schedule = check_choice('drop_path_schedule', drop_path_schedule, DROP_PATH_SCHEDULES,
+                                               BackboneConfigError)
+        self.cls_insert_layer = self._check_insert_layer(cls_insert_layer, mask_mode, out_type)
+
         self._build_patch_embed(in_channels, patch_size, img_size)
         self.pos_embed = nn.Parameter(torch.zeros(1, self.patch_resolution[0] * self.patch_resolution[1],
                                                   self.embed_dims))
         self._register_load_state_dict_pre_hook(self._resize_loaded_pos_embed)
         self.pos_drop = nn.Dropout(drop_rate)
-        mixer = partial(TalkingHeadsAttention, num_heads=setting['num_heads'], impl=attn_impl, mask_mode=mask_mode)
+        if attn_type == 'talking_heads':
+            mixer = partial(TalkingHeadsAttention, num_heads=setting['num_heads'], impl=attn_impl,
+                            mask_mode=mask_mode)
+        else:
+            mixer = partial(SelfAttention, num_heads=setting['num_heads'], mask_mode=mask_mode)
         self.layers = nn.ModuleList(
             TransformerBlock(self.embed_dims, mixer, partial(gelu_mlp, feedforward_channels=mlp_dims),
-                             norm_cfg=norm_cfg, layer_scale_init_value=layer_scale_init_value)
+                             norm_cfg=norm_cfg, layer_scale_init_value=1.)
             for _ in range(self.num_layers))
+        set_residual_scale(self.layers, residual_scale, self.embed_dims, layer_scale_init_value)
         self.drop_path_rate = drop_path_rate
-        if out_type == 'cls_token':
+        if self.cls_insert_layer is not None:
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
+        elif out_type == 'cls_token':
             self.class_attn = ClassAttentionStage(self.embed_dims, setting['num_heads'],
                                                   setting.get('num_cls_layers', 2), setting.get('mlp_ratio', 4.),
-                                                  layer_scale_init_value, norm_cfg)
+                                                  1., norm_cfg)
+            set_residual_scale(self.class_attn.layers, residual_scale, self.embed_dims, layer_scale_init_value)
         self.norm = build_norm_layer(norm_cfg, self.embed_dims) if self._normalises() else nn.Identity()
         self.pool_norm = nn.Identity()
         self.with_cp = with_cp
         self._freeze_stages()
+
+    def _check_insert_layer(self, layer: Optional[int], mask_mode: str, out_type: str) -> Optional[int]:
+        """``cls_insert_layer`` as a block index in ``[0, L)``, or a clear error."""
+        if layer is None:
+            return None
+        if not 0 <= layer < self.num_layers:
+            raise BackboneConfigError(f'cls_insert_layer must be in [0, {self.num_layers}) (the SA block the class '
+                                      f'token joins before), got {layer}.')
+        if mask_mode != 'bidirectional':
+            raise BackboneConfigError('cls_insert_layer needs mask_mode="bidirectional": under a causal mask a class '
+                                      'token at the front of the sequence would see no patch.')
+        if out_type == 'cls_token' and min(self.out_indices) < layer:
+            raise BackboneConfigError(f'out_type="cls_token" reads the class token, which joins before block '
+                                      f'{layer}: out_indices {self.out_indices} must be >= it.')
+        return layer
+
+    def init_weights(self) -> None:
+        """The default init (:class:`PlainBackbone`), then ``branch_init``'s rules unless the weights are loaded."""
+        first = not self.is_init
+        super().init_weights()
+        pretrained = isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'
+        if first and not pretrained and self.branch_init != 'default':
+            (fixup_init if self.branch_init == 'fixup' else t_fixup_init)(self.layers)
 
     def _normalises(self) -> bool:
         """Whether ``norm`` is used: on the class feature, before average pooling, or on dense features."""
@@ -274,6 +340,8 @@ class CaiT(MaskModeMixin, PlainBackbone):
         belongs to the outputs (class feature, pooling, dense features), not to the token stream."""
         outs: List[Tensor] = []
         for i, layer in enumerate(self.layers):
+            if i == self.cls_insert_layer:
+                tokens = torch.cat((self.cls_token.expand(tokens.shape[0], -1, -1), tokens), dim=1)
             tokens = self._run_block(layer, tokens, layout)
             if i in self.out_indices:
                 outs.append(self._format_output(tokens, layout))
@@ -281,5 +349,8 @@ class CaiT(MaskModeMixin, PlainBackbone):
 
     def _format_output(self, tokens: Tensor, layout: TokenLayout) -> Tensor:
         if self.out_type == 'cls_token':
-            return self.norm(self.class_attn(tokens))
+            cls = tokens[:, 0] if self.cls_insert_layer is not None else self.class_attn(tokens)
+            return self.norm(cls)
+        if tokens.shape[1] > layout.num_patches:  # the inserted class token is not a patch
+            tokens = tokens[:, 1:]
         return super()._format_output(self.norm(tokens), layout)

@@ -128,6 +128,6 @@ def load_teacher_weights(teacher: nn.Module, checkpoint: Optional[str]) -> None:
         listed = [f'{name}: {", ".join(keys[:3])}{", ..." if len(keys) > 3 else ""}' for name, keys in
                   (('missing', missing), ('unexpected', unexpected), ('other shapes', mismatched)) if keys]
         raise CheckpointMismatchError('; '.join(listed) + f'\nin: {checkpoint}\nThe teacher checkpoint does not fit '
-                                      f'the teacher ({type(teacher).__name__}): give the weights of model.teacher.config, or '
-                                      'its config.')
+                                      f'the teacher ({type(teacher).__name__}): give the weights of '
+                                      'model.teacher.config, or its config.')
     teacher.load_state_dict(weights, strict=True)

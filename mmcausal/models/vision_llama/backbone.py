@@ -15,19 +15,23 @@ reach it through the global blocks).
 
 Weight layouts (``layout``; each field can also be overridden on its own):
 
-================  =========================  ============  ===========  =============  ===============
-layout            SwiGLU width (``ffn_ratio``) SwiGLU bias   LayerScale   FFN drop path  cls rotation
-================  =========================  ============  ===========  =============  ===============
-``clean``         2/3 * 4D (ViT params)      no            off          yes            none
-``official_mae``  2/3 * 16D (8192 for B)     yes           off          no             none
-``official_deit`` 2/3 * 4D                   no            1e-4         yes            ``legacy_trunc``
-================  =========================  ============  ===========  =============  ===============
+================  =========================  ============  ===========  =============  ===============  ==========
+layout            SwiGLU width (``ffn_ratio``) SwiGLU bias   LayerScale   FFN drop path  cls rotation     drop path
+================  =========================  ============  ===========  =============  ===============  ==========
+``clean``         2/3 * 4D (ViT params)      no            off          yes            none             linear
+``official_mae``  2/3 * 16D (8192 for B)     yes           off          no             none             linear
+``official_deit`` 2/3 * 4D                   no            1e-4         yes            ``legacy_trunc`` uniform
+================  =========================  ============  ===========  =============  ===============  ==========
 
 ``official_mae`` is the layout of the released MAE weights (the official
 ``mmpretrain/mmpretrain/models/backbones/vision_llama.py``): its SwiGLU is ``round_up(8/3 * 4D, 256)`` wide with
 biases and only the attention branch has drop path. ``official_deit`` is the supervised timm model (``VisionLLaMA``
-in the official ``deit/my_models.py``; no weights were released). The FFN is always stored fused
-(``ffn.w12 = [gate; up]``); converters fuse split official layouts.
+in the official ``deit/my_models.py``; no weights were released): its drop path has the same rate in every
+block. The FFN is always stored fused (``ffn.w12 = [gate; up]``); converters fuse split official layouts.
+
+The ablations of paper Table 7 are plain arguments: ``ffn_type='gelu'`` (a) (ViT's GELU MLP of width
+``ffn_ratio * D``), ``norm_cfg=dict(type='RMSNorm')`` (b), ``rope_ratio`` (c) and ``rope_shared`` (e)
+(:mod:`.rope_variants`), ``rope_theta`` (d), and ``with_cls_token=False, out_type='avg_featmap'`` (f).
 """
 import warnings
 from functools import partial
@@ -50,20 +54,25 @@ from ..layers import (
     build_norm_layer,
     check_head_split,
     check_image_batch,
+    gelu_mlp,
     insert_cls_token,
     resolve_arch,
     swiglu_hidden_dims,
 )
 from ..layers.backbone import cls_position_for
+from .rope_variants import HeadwiseRoPEAttention, PartialGridRoPE
 from .twins_attention import WindowedAttention
 
 LAYOUTS = {
-    'clean': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=0., ffn_drop_path=True, cls_rope='identity'),
+    'clean': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=0., ffn_drop_path=True, cls_rope='identity',
+                  drop_path_schedule='linear'),
     'official_mae': dict(ffn_ratio=16., ffn_bias=True, layer_scale_init_value=0., ffn_drop_path=False,
-                         cls_rope='identity'),
+                         cls_rope='identity', drop_path_schedule='linear'),
     'official_deit': dict(ffn_ratio=4., ffn_bias=False, layer_scale_init_value=1e-4, ffn_drop_path=True,
-                          cls_rope='legacy_trunc'),
+                          cls_rope='legacy_trunc', drop_path_schedule='uniform'),
 }
+FFN_TYPES = ('swiglu', 'gelu')
+DROP_PATH_SCHEDULES = ('linear', 'uniform')
 PRETRAIN_SIZE = 224  # px; the default AS2DRoPE anchor is its grid (14 tokens at patch 16, official s = 224 / H_px)
 
 
@@ -78,7 +87,11 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
             size runs: images are zero-padded bottom/right to a multiple of ``patch_size``. It does *not*
             set the AS2DRoPE anchor (see ``rope_anchor``).
         layout: weight layout preset, see the module docstring. ``ffn_ratio``, ``ffn_bias``,
-            ``layer_scale_init_value``, ``ffn_drop_path`` and ``cls_rope`` override single fields.
+            ``layer_scale_init_value``, ``ffn_drop_path``, ``cls_rope`` and ``drop_path_schedule`` (``'linear'``:
+            0 to ``drop_path_rate`` over the blocks, ``'uniform'``: ``drop_path_rate`` in every block) override
+            single fields.
+        ffn_type: ``'swiglu'`` (the paper) or ``'gelu'`` (ViT's MLP ``fc2(GELU(fc1(x)))`` with biases and
+            ``ffn_ratio * D`` hidden units; Table 7(a)).
         with_cls_token: a class token (it takes part in attention; its RoPE rotation is ``cls_rope``), first in the
             sequence under ``'bidirectional'`` attention and last under a causal ``mask_mode``.
         mask_mode: ``'bidirectional'`` (default: the paper, the official code and the released weights),
@@ -97,7 +110,11 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
             see :func:`~mmcausal.models.layers.position.auto_scale`. Both agree on square grids. ``per_axis`` is
             the default from evidence: on the tiny twin trained at 64 px it keeps 8-17 points more top-1 at
             64x96 / 48x128 and 2-6 at 128x48 (docs/models.md, "Resolution generalisation").
-        rope_theta: RoPE frequency base.
+        rope_theta: RoPE frequency base (Table 7(d)).
+        rope_ratio: fraction of each head's channels that RoPE rotates (Table 7(c); the first ones, as the
+            official ``rpe_ratio``), see :mod:`.rope_variants`.
+        rope_shared: one RoPE frequency ladder for all heads (True, the paper) or a band of one wider ladder per
+            head (False, Table 7(e); global attention only).
         cls_rope: class-token rotation: ``'identity'`` (angle 0), or the official deit quirk of rotating it
             like flat index -1, i.e. column ``W - 1`` and row ``0`` (``'legacy_trunc'``, torch < 1.13) or
             ``-1`` (``'legacy_floor'``).
@@ -108,7 +125,7 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
         mask_window_padding: mask the zero padding of windows that overhang the grid (False = official).
         out_indices, out_type, final_norm, frozen_stages: as in mmpretrain's ``VisionTransformer``.
             ``'avg_featmap'`` returns ``pool_norm(mean of patch tokens)`` (mmpretrain's ``ln2``).
-        drop_path_rate: stochastic depth, linear from 0 to this value over the blocks.
+        drop_path_rate: stochastic depth, spread over the blocks by ``drop_path_schedule``.
         with_cp: gradient checkpointing of every block (trades compute for activation memory).
         norm_cfg, qkv_bias, patch_size, in_channels: as named (LayerNorm eps 1e-6 by default).
     """
@@ -125,12 +142,15 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
                  patch_size: int = 16,
                  in_channels: int = 3,
                  layout: str = 'clean',
+                 ffn_type: str = 'swiglu',
                  with_cls_token: bool = True,
                  mask_mode: str = 'bidirectional',
                  rope_mode: str = 'as2d',
                  rope_anchor: Optional[Union[int, Sequence[int]]] = None,
                  as2d_scaling: str = 'per_axis',
                  rope_theta: float = 10000.,
+                 rope_ratio: float = 1.,
+                 rope_shared: bool = True,
                  window_size: int = 0,
                  global_blocks: Sequence[int] = (),
                  mask_window_padding: bool = True,
@@ -147,11 +167,15 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
                  layer_scale_init_value: Optional[float] = None,
                  ffn_drop_path: Optional[bool] = None,
                  cls_rope: Optional[str] = None,
+                 drop_path_schedule: Optional[str] = None,
                  init_cfg: Optional[Union[dict, List[dict]]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
         setting = resolve_arch(arch, self.arch_zoo, ('embed_dims', 'num_layers', 'num_heads'))
         options = self._resolve_layout(layout, ffn_ratio=ffn_ratio, ffn_bias=ffn_bias, cls_rope=cls_rope,
-                                       layer_scale_init_value=layer_scale_init_value, ffn_drop_path=ffn_drop_path)
+                                       layer_scale_init_value=layer_scale_init_value, ffn_drop_path=ffn_drop_path,
+                                       drop_path_schedule=drop_path_schedule)
+        self.drop_path_schedule = check_choice('drop_path_schedule', options['drop_path_schedule'],
+                                               DROP_PATH_SCHEDULES, BackboneConfigError)
         self.embed_dims = setting['embed_dims']
         self.num_layers = setting['num_layers']
         self._set_mask_mode(mask_mode)
@@ -164,20 +188,23 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
 
         self._build_patch_embed(in_channels, patch_size, img_size)
         default_anchor = max(PRETRAIN_SIZE // patch_size, 1)
-        self.rope = GridRoPE(check_head_split(self.embed_dims, setting['num_heads']), mode=rope_mode,
-                             anchor=rope_anchor if rope_anchor is not None else default_anchor,
-                             as2d_scaling=as2d_scaling, cls_rope=options['cls_rope'], theta=rope_theta,
-                             requires_2d=bool(window_size))
+        head_dim = check_head_split(self.embed_dims, setting['num_heads'])
+        rope_options = dict(mode=rope_mode, anchor=rope_anchor if rope_anchor is not None else default_anchor,
+                            as2d_scaling=as2d_scaling, cls_rope=options['cls_rope'], theta=rope_theta,
+                            requires_2d=bool(window_size))
+        if not rope_shared and window_size:
+            raise BackboneConfigError('rope_shared=False (per-head RoPE) needs global attention; set window_size=0.')
+        self.rope = GridRoPE(head_dim, **rope_options) if rope_ratio == 1. and rope_shared else \
+            PartialGridRoPE(head_dim, setting['num_heads'], rope_ratio, rope_shared, **rope_options)
         self._warn_dense_anchor(default_anchor, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims)) if with_cls_token else None
 
         attention = dict(num_heads=setting['num_heads'], qkv_bias=qkv_bias, mask_mode=mask_mode)
-        global_mixer = partial(SelfAttention, **attention)
+        global_mixer = partial(SelfAttention if rope_shared else HeadwiseRoPEAttention, **attention)
         window_mixer = partial(WindowedAttention, window_size=window_size, mask_padding=mask_window_padding,
                                **attention)
-        ffn = partial(SwiGLUFFN, feedforward_channels=setting.get(
-            'ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims, options['ffn_ratio'])),
-            bias=options['ffn_bias'], add_identity=False)
+        ffn = self._ffn_factory(check_choice('ffn_type', ffn_type, FFN_TYPES, BackboneConfigError), setting,
+                                options)
         self.layers = nn.ModuleList(
             TransformerBlock(self.embed_dims, global_mixer if i in self.global_blocks or not window_size
                              else window_mixer, ffn, norm_cfg=norm_cfg,
@@ -188,6 +215,15 @@ class VisionLLaMA(MaskedAttentionMixin, PlainBackbone):
         self.norm = build_norm_layer(norm_cfg, self.embed_dims) if final_norm else nn.Identity()
         self.pool_norm = build_norm_layer(norm_cfg, self.embed_dims) if out_type == 'avg_featmap' else nn.Identity()
         self._freeze_stages()
+
+    def _ffn_factory(self, ffn_type: str, setting: dict, options: dict) -> partial:
+        """SwiGLU (``ffn_hidden_dims`` of the arch, else LLaMA's width rule) or ViT's GELU MLP."""
+        if ffn_type == 'gelu':
+            return partial(gelu_mlp, feedforward_channels=setting.get(
+                'ffn_hidden_dims', int(options['ffn_ratio'] * self.embed_dims)))
+        return partial(SwiGLUFFN, feedforward_channels=setting.get(
+            'ffn_hidden_dims', swiglu_hidden_dims(self.embed_dims, options['ffn_ratio'])),
+            bias=options['ffn_bias'], add_identity=False)
 
     @staticmethod
     def _resolve_layout(layout: str, **overrides) -> dict:

@@ -4,7 +4,8 @@ Four stages; each embeds the previous map with a strided conv + LayerNorm (patch
 alternate locally-grouped attention (LSA: ``7 x 7`` windows, window-local 2D RoPE) and global sub-sampled attention
 (GSA: keys/values from an ``sr x sr`` strided conv, 2D RoPE on queries and keys at their own positions, optionally
 auto-scaled), each followed by a bias-free SwiGLU, with LayerScale 1e-4 and LayerNorm eps 1e-5 (the official
-``PyramidVisionLLaMA`` in ``deit/my_models.py``). No class token, no absolute position embedding, no PEG.
+``PyramidVisionLLaMA`` in ``deit/my_models.py``). No class token and, by default, no absolute position embedding
+and no PEG (``abs_pos_embed`` and ``peg`` add them, the ablation of paper Table 7(g): :mod:`.absolute_position`).
 
 RoPE per stage (:class:`~mmcausal.models.layers.GridRoPE`, one per stage): ``rope_mode='as2d'`` scales the GSA
 positions onto an anchor grid; ``rope_anchor='per_stage'`` (default) anchors each stage at its grid for 224 px
@@ -50,17 +51,23 @@ from ..layers import (
     swiglu_hidden_dims,
     tokens_to_featmap,
 )
+from .absolute_position import LearnedPositionEmbedding, PositionEncodingGenerator
 from .twins_attention import SubsampledAttention, WindowedAttention
 
 
 class PyramidStage(BaseModule):
     """One stage of a :class:`PyramidBackbone`: ``patch_embed`` (``(B, C, H, W) -> (B, h*w, D), (h, w)``, e.g. mmcv
-    ``PatchEmbed`` with its norm), ``blocks`` and ``norm`` (``nn.Identity`` without ``norm_after_stage``)."""
+    ``PatchEmbed`` with its norm), ``blocks`` and ``norm`` (``nn.Identity`` without ``norm_after_stage``); optionally
+    ``pos_embed`` (added after the patch embedding) and ``peg`` (after the first block), both ``(tokens, grid) ->
+    tokens``, else None."""
 
-    def __init__(self, patch_embed: nn.Module, blocks: Sequence[nn.Module], norm: Optional[nn.Module] = None) -> None:
+    def __init__(self, patch_embed: nn.Module, blocks: Sequence[nn.Module], norm: Optional[nn.Module] = None,
+                 pos_embed: Optional[nn.Module] = None, peg: Optional[nn.Module] = None) -> None:
         super().__init__()
         self.patch_embed = patch_embed
+        self.pos_embed = pos_embed
         self.blocks = nn.ModuleList(blocks)
+        self.peg = peg
         self.norm = norm if norm is not None else nn.Identity()
 
 
@@ -98,9 +105,13 @@ class PyramidBackbone(BlockStackMixin, BaseBackbone):
         outs: List[Tensor] = []
         for index, stage in enumerate(self.stages):
             tokens, grid = stage.patch_embed(x)
+            if stage.pos_embed is not None:
+                tokens = stage.pos_embed(tokens, grid)
             layout = self.stage_layout(index, grid, tokens)
-            for block in stage.blocks:
+            for position, block in enumerate(stage.blocks):
                 tokens = self._run_block(block, tokens, layout)
+                if position == 0 and stage.peg is not None:
+                    tokens = stage.peg(tokens, grid)
             tokens = stage.norm(tokens)
             if index == len(self.stages) - 1:
                 tokens = self.norm(tokens)
@@ -126,15 +137,18 @@ class PyramidBackbone(BlockStackMixin, BaseBackbone):
     def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
         """Layer id for layer-wise lr decay, counting blocks across stages: the first patch embedding 0, block
         ``j`` of stage ``s`` -> ``1 + (blocks before stage s) + j``, a later patch embedding the id of its
-        stage's first block, a stage norm the id of its last block, everything else ``L + 1``."""
+        stage's first block (a position embedding that of its patch embedding, a PEG that of the block before it), a
+        stage norm the id of its last block, everything else ``L + 1``."""
         depths = [len(stage.blocks) for stage in self.stages]
         num_layers = sum(depths) + 2
         if not param_name.startswith(prefix + 'stages.'):
             return num_layers - 1, num_layers
         stage, part, *rest = param_name[len(prefix + 'stages.'):].split('.')
         first = 1 + sum(depths[:int(stage)])
-        if part == 'patch_embed':
+        if part in ('patch_embed', 'pos_embed'):
             return (0 if stage == '0' else first), num_layers
+        if part == 'peg':
+            return first, num_layers
         if part == 'blocks':
             return first + int(rest[0]), num_layers
         return first + depths[int(stage)] - 1, num_layers
@@ -173,6 +187,9 @@ class PyramidVisionLLaMA(MaskModeMixin, PyramidBackbone):
         official_double_norm: the released classifier's ``norm(mean(norm(x)))`` (official ``deit/my_models.py``):
             the final norm is applied again to the pooled vector. Only with ``out_type='avg_featmap'`` and
             ``final_norm``.
+        abs_pos_embed: DeiT's learnable absolute position embedding, added to the first stage's tokens, for its
+            grid at ``pretrain_size`` (resized for other grids); Table 7(g) "+ LPE".
+        peg: CPVT's positional encoding generator after the first block of every stage; Table 7(g) "+ PEG".
         drop_path_rate: stochastic depth, linear over all blocks of all stages.
         frozen_stages, with_cp, norm_cfg, rope_theta: as in the other backbones (LayerNorm eps 1e-5).
     """
@@ -206,6 +223,8 @@ class PyramidVisionLLaMA(MaskModeMixin, PyramidBackbone):
                  norm_after_stage: bool = True,
                  final_norm: bool = False,
                  official_double_norm: bool = False,
+                 abs_pos_embed: bool = False,
+                 peg: bool = False,
                  drop_path_rate: float = 0.,
                  frozen_stages: int = -1,
                  with_cp: bool = False,
@@ -254,7 +273,9 @@ class PyramidVisionLLaMA(MaskModeMixin, PyramidBackbone):
             blocks = [TransformerBlock(dim, gsa if j % 2 else lsa, ffn, norm_cfg=norm_cfg,
                                        layer_scale_init_value=layer_scale_init_value) for j in range(depth)]
             norm = build_norm_layer(norm_cfg, dim) if norm_after_stage else None
-            stages.append(PyramidStage(embed, blocks, norm))
+            grid = (max(pretrain_size // strides[0], 1), ) * 2
+            pos_embed = LearnedPositionEmbedding(dim, grid) if abs_pos_embed and index == 0 else None
+            stages.append(PyramidStage(embed, blocks, norm, pos_embed, PositionEncodingGenerator(dim) if peg else None))
         self.stages = nn.ModuleList(stages)
         self.drop_path_rate = drop_path_rate
         self.norm = build_norm_layer(norm_cfg, dims[-1]) if final_norm else nn.Identity()
