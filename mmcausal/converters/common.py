@@ -96,3 +96,28 @@ def converter_main(prog: str, description: str, src_help: str,
         print(text)
     save_checkpoint(state_dict, args.dst, meta=meta)
     print(f'Saved {len(state_dict)} tensors to {args.dst}')
+
+
+#: the deit ``LLaMAMLP`` halves of a SwiGLU: ``c_fc1`` the gate (through SiLU), ``c_fc2`` the up projection
+SWIGLU_GATE, SWIGLU_UP = '.mlp.c_fc1.weight', '.mlp.c_fc2.weight'
+
+
+def swiglu_entry(official: Dict[str, Tensor], key: str, renames: Sequence[Tuple[str, str]]) -> Optional[dict]:
+    """The fused ``ffn.w12 = [gate; up]`` entry of an official SwiGLU half: ``{w12 key: tensor}`` at a gate key,
+    ``{}`` at an up key (its gate carries it), ``None`` for any other key. ``renames`` map the block's
+    ``mlp.c_proj.weight`` to its ``ffn.w3`` name, whose ``w3`` becomes ``w12``.
+
+    Raises:
+        KeyError: on a half without its partner.
+    """
+    for own, partner in ((SWIGLU_GATE, SWIGLU_UP), (SWIGLU_UP, SWIGLU_GATE)):
+        if key.endswith(own):
+            block = key[:-len(own)]
+            if block + partner not in official:
+                raise KeyError(f'{key!r} has no matching {block + partner!r}: the SwiGLU needs both halves.')
+            if own == SWIGLU_UP:
+                return {}
+            fused_key = rename_key(block + '.mlp.c_proj.weight', renames).replace('ffn.w3', 'ffn.w12')
+            return {fused_key: torch.cat([official[key], official[block + SWIGLU_UP]], dim=0)}
+    return None
+

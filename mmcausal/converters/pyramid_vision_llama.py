@@ -24,10 +24,9 @@ A checkpoint without ``gamma_*`` (no LayerScale) loads into ``layer_scale_init_v
 """
 from typing import Dict
 
-import torch
 from torch import Tensor
 
-from .common import rename_key
+from .common import rename_key, swiglu_entry
 
 _PARAM = r'\.(weight|bias)$'
 _BLOCK = r'^blocks\.(\d+)\.(\d+)\.'
@@ -43,7 +42,6 @@ _RENAMES = (
     (r'^norm_list\.(\d+)' + _PARAM, r'backbone.stages.\1.norm.\2'),
     (r'^head' + _PARAM, r'head.fc.\1'),
 )
-_GATE, _UP = '.mlp.c_fc1.weight', '.mlp.c_fc2.weight'
 
 
 def convert_pyramid_visionllama(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
@@ -54,14 +52,9 @@ def convert_pyramid_visionllama(official: Dict[str, Tensor]) -> Dict[str, Tensor
     """
     converted: Dict[str, Tensor] = {}
     for key, value in official.items():
-        if key.endswith(_UP):
-            continue
-        if key.endswith(_GATE):
-            block = key[:-len(_GATE)]
-            if block + _UP not in official:
-                raise KeyError(f'{key!r} has no matching {block + _UP!r}: the SwiGLU needs both halves.')
-            new_key = rename_key(block + '.mlp.c_proj.weight', _RENAMES).replace('ffn.w3', 'ffn.w12')
-            converted[new_key] = torch.cat([value, official[block + _UP]], dim=0)
+        swiglu = swiglu_entry(official, key, _RENAMES)
+        if swiglu is not None:
+            converted.update(swiglu)
             continue
         new_key = rename_key(key, _RENAMES)
         if new_key is None:
@@ -69,9 +62,6 @@ def convert_pyramid_visionllama(official: Dict[str, Tensor]) -> Dict[str, Tensor
                            '(patch_embeds.<s>.{proj,norm}, blocks.<s>.<j>.{norm1,norm2,gamma_1,gamma_2,attn.*,mlp.*}, '
                            'norm, head; norm_list.<s> in the dense copies).')
         converted[new_key] = value
-    orphans = [key for key in official if key.endswith(_UP) and key[:-len(_UP)] + _GATE not in official]
-    if orphans:
-        raise KeyError(f'{orphans[0]!r} has no matching c_fc1: the SwiGLU needs both halves.')
     if not any(key.startswith('backbone.stages.') for key in converted):
         raise ValueError('No patch_embeds / blocks weights: not a Pyramid VisionLLaMA checkpoint.')
     return converted

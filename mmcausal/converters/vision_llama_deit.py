@@ -28,10 +28,9 @@ No RoPE table is stored (the official tables are plain attributes), so nothing d
 import re
 from typing import Dict
 
-import torch
 from torch import Tensor
 
-from .common import rename_key
+from .common import rename_key, swiglu_entry
 
 _PARAM = r'\.(weight|bias)$'
 _BLOCK = r'^blocks\.(\d+)\.'
@@ -47,7 +46,6 @@ _RENAMES = (
     (_BLOCK + r'mlp\.fc2' + _PARAM, _OURS + r'ffn.layers.1.\2'),
     (r'^head' + _PARAM, r'head.fc.\1'),
 )
-_GATE, _UP = '.mlp.c_fc1.weight', '.mlp.c_fc2.weight'
 _FINAL_NORM = re.compile(r'^norm' + _PARAM)
 # the official registrations: embed_dims -> (arch name, depth, heads)
 _KNOWN_ARCHS = {384: ('small', 12, 6), 768: ('base', 12, 12), 1024: ('large', 24, 16)}
@@ -63,16 +61,9 @@ def convert_visionllama_deit(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
     final_norm = 'backbone.norm' if 'cls_token' in official else 'backbone.pool_norm'
     converted: Dict[str, Tensor] = {}
     for key, value in official.items():
-        if key.endswith(_UP):
-            if key[:-len(_UP)] + _GATE not in official:
-                raise KeyError(f'{key!r} has no matching c_fc1: the SwiGLU needs both halves.')
-            continue
-        if key.endswith(_GATE):
-            block = key[:-len(_GATE)]
-            if block + _UP not in official:
-                raise KeyError(f'{key!r} has no matching {block + _UP!r}: the SwiGLU needs both halves.')
-            new_key = rename_key(block + '.mlp.c_proj.weight', _RENAMES).replace('ffn.w3', 'ffn.w12')
-            converted[new_key] = torch.cat([value, official[block + _UP]], dim=0)
+        swiglu = swiglu_entry(official, key, _RENAMES)
+        if swiglu is not None:
+            converted.update(swiglu)
             continue
         match = _FINAL_NORM.match(key)
         new_key = f'{final_norm}.{match.group(1)}' if match else rename_key(key, _RENAMES)
