@@ -258,7 +258,13 @@ CLIP_GRAD = {'defocus/defocus-mamba-base_8xb64-300e_in1k.py': dict(max_norm=10.0
              'defocus/defocus-mamba-large_8xb32-fsdp-20e_in21k-pre_in1k-384px.py': dict(max_norm=10.0),
              # the paper-derived ViT / RetNet take the released Mamba recipe (no code exists for them)
              'defocus/defocus-vit-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
-             'defocus/defocus-retnet-base_8xb64-300e_in1k.py': dict(max_norm=10.0)}
+             'defocus/defocus-retnet-base_8xb64-300e_in1k.py': dict(max_norm=10.0),
+             'defocus/defocus-mamba-large_64xb64-90e_in21k-192px.py': dict(max_norm=10.0)}
+#: paper Table 4: the De-focus Mamba-B ablations keep the released base recipe (their rows:
+#: tests/test_models/test_defocus/test_ablation_configs.py)
+DEFOCUS_ABLATIONS = sorted(str(p.relative_to(ROOT / 'configs'))
+                           for p in (ROOT / 'configs' / 'defocus').glob('defocus-mamba-base_ablation-*.py'))
+CLIP_GRAD.update({name: dict(max_norm=10.0) for name in DEFOCUS_ABLATIONS})
 #: the De-focus DINO configs (released detection/configs/dino/) -> their lr steps; they clip at 0.1, decay every
 #: parameter (no norm / bias exemption) and multiply the lr of names containing backbone / sampling_offsets /
 #: reference_points by 0.1
@@ -275,6 +281,9 @@ RECIPES = {
     'defocus/defocus-mamba-large_8xb32-fsdp-20e_in21k-pre_in1k-384px.py': _defocus(2e-5 * 256 / 512, 20, 2, 48, 256),
     'defocus/defocus-vit-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
     'defocus/defocus-retnet-base_8xb64-300e_in1k.py': _defocus(5e-4, 300, 20, 12, 512),
+    # paper Table 7 / the released defocus_mamba_large_22k.yaml: 1.25e-4 x 4096 / 512
+    'defocus/defocus-mamba-large_64xb64-90e_in21k-192px.py': _defocus(1e-3, 90, 5, 48, 4096),
+    **{name: _defocus(5e-4, 300, 20, 24, 512) for name in DEFOCUS_ABLATIONS},
     # released DINO recipe: AdamW 2e-4, wd 1e-4, 8 x 2 images, lr x 0.1 at the steps, fp32
     **{name: ('mmdet', 'AdamW', 2e-4, 1e-4, ADAMW, None, 24, 16, [('MultiStepLR', 0, epochs)], ('epochs', epochs),
               False) for name, epochs in zip(DEFOCUS_DINO, (12, 36))},
@@ -523,7 +532,8 @@ def test_full_config_recipe(name):
         assert {key for key in LR_MULT[name] if any(key in n for n, _ in groups)} == {'backbone', 'sampling_offsets'}
 
 
-@pytest.mark.parametrize('name', sorted(set(CLIP_GRAD) - set(DEFOCUS_DINO)))
+# the ablations share the base's optimizer settings (checked in test_full_config_recipe); some have no A_log
+@pytest.mark.parametrize('name', sorted(set(CLIP_GRAD) - set(DEFOCUS_DINO) - set(DEFOCUS_ABLATIONS)))
 def test_defocus_no_decay_set_is_the_official_rule(name):
     """The official optimizer exempts 1-D parameters, biases, cls_token / pos_embed, names containing 'decay',
     'alpha', 'beta' or 'gamma' and any name with a capital 'A' or 'D' (the released utils/config.py / main.py)."""
@@ -544,6 +554,32 @@ def test_defocus_no_decay_set_is_the_official_rule(name):
 
     assert no_decay == {n for n, p in model.named_parameters() if official_exempt(n, p)}
     assert any(n.endswith('A_log' if 'mamba' in name else 'decay.log_rate') for n in no_decay)
+
+
+def test_defocus_in21k_pretraining_recipe():
+    """Paper Table 7 / the released defocus_mamba_large_22k.yaml on mmpretrain's ImageNet21k layout (optimizer and
+    schedule: test_full_config_recipe)."""
+    cfg = Config.fromfile(str(ROOT / 'configs/defocus/defocus-mamba-large_64xb64-90e_in21k-192px.py'))
+    dataset = cfg.train_dataloader.dataset
+    assert (dataset.type, dataset.data_root, dataset.split) == ('ImageNet21k', 'data/imagenet21k', 'train')
+    assert cfg.model.head.num_classes == cfg.data_preprocessor.num_classes == 21841  # the released 22K head
+    backbone, head = cfg.model.backbone, cfg.model.head
+    assert (backbone.arch, backbone.img_size) == ('large', 192)
+    assert not {'delta_scale_factor', 'rope_scale_factor'} & set(backbone)  # 1.0: the training resolution
+    assert backbone.with_cp and (head.hidden_dims, head.aux_loss) == (3072, 'per_token')
+    assert [step.type for step in dataset.pipeline] == ['LoadImageFromFile', 'RandomResizedCrop', 'RandomFlip',
+                                                        'PackInputs']  # no RandAugment, jitter or erasing
+    assert dataset.pipeline[1].scale == 192 and cfg.train_dataloader.sampler.type == 'DefaultSampler'
+    assert [(a.type, a.alpha) for a in cfg.model.train_cfg.augments] == [('Mixup', 0.8)]
+    assert cfg.model.train_cfg.probs == [0.5] and head.loss.label_smooth_val == 0.1
+    assert [(h.type, h.get('start'), h.get('end'), h.get('momentum')) for h in cfg.custom_hooks] == [
+        ('DropPathScheduleHook', 0.1, 0.5, None), ('EMAHook', None, None, 1e-4)]
+    warmup, cosine = cfg.param_scheduler
+    assert warmup.start_factor * 1e-3 == pytest.approx(5e-7 * 8) and cosine.eta_min == pytest.approx(5e-6 * 8)
+    assert all(cfg.get(key) is None for key in ('val_dataloader', 'val_cfg', 'val_evaluator', 'test_dataloader',
+                                                'test_cfg', 'test_evaluator'))
+    finetune = Config.fromfile(str(ROOT / 'configs/defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py'))
+    assert finetune.load_from == 'checkpoints/defocus-mamba-large_22kto1k.pth'  # the released 22K weights
 
 
 #: the released DINO recipe: DETR multi-scale augmentation (shorter side 480-800 step 32, max 1333; or 400/500/600

@@ -8,9 +8,14 @@
 #
 # Resolution transfer as released: delta_scale_factor 2.0 and rope_scale_factor 4.0 (r = 384 / 192 = 2: Delta / r,
 # positions / r^2). `img_size=192, delta_scale_factor='auto', rope_scale_factor='auto'` gives the same numbers.
-# Start from the 22K weights: `python tools/model_converters/defocus2mmcausal.py --ema --head-rows map22kto1k.txt
-# defocus_mamba_large_cls_21k.pth checkpoints/defocus-mamba-large_22kto1k.pth` (the official convert_22k_to_1k.py
-# takes model_ema and slices the heads) and set `load_from` to the result.
+# Start: `load_from`, the released 22K weights converted with `python tools/model_converters/defocus2mmcausal.py
+# --ema --head-rows map22kto1k.txt defocus_mamba_large_cls_21k.pth checkpoints/defocus-mamba-large_22kto1k.pth` (the
+# official convert_22k_to_1k.py takes model_ema and keeps the classifier rows of the 1k classes). From our own 21K
+# run instead (defocus-mamba-large_64xb64-90e_in21k-192px.py):
+# --cfg-options load_from=work_dirs/defocus-mamba-large_64xb64-90e_in21k-192px/epoch_90.pth
+# Its `state_dict` holds the EMA weights (mmengine's EMAHook), as the official script takes; the last layers of the
+# two 21,841-class heads do not fit the 1k heads and keep their initialisation (mmengine logs them), where the
+# official script keeps their map22kto1k.txt rows.
 _base_ = ['./defocus-mamba-base_8xb64-300e_in1k.py']
 
 model = dict(
@@ -48,4 +53,4 @@ custom_hooks = [
     dict(type='DropPathScheduleHook', start=0.1, end=0.7),
     dict(type='EMAHook', momentum=1e-4, interval=1, priority='ABOVE_NORMAL'),
 ]
-load_from = None  # the converted 22K -> 1K checkpoint
+load_from = 'checkpoints/defocus-mamba-large_22kto1k.pth'  # the released 22K weights, 1k rows (header)

@@ -11,6 +11,7 @@
 _base_ = ['./defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py', '../_base_/strategies/fsdp.py']
 
 model = dict(init_cfg=dict(type='Pretrained', checkpoint='checkpoints/defocus-mamba-large_22kto1k.pth'))
+load_from = None  # the start weights come through model.init_cfg (above)
 custom_hooks = [
     dict(type='DropPathScheduleHook', start=0.1, end=0.7),
     dict(type='ShardedEMAHook', momentum=1e-4, interval=1, priority='ABOVE_NORMAL'),

@@ -25,7 +25,9 @@ model = dict(
     alpha=0.5)
 train_dataloader = dict(batch_size=128, sampler=dict(type='RepeatAugSampler', num_repeats=3, shuffle=True))
 warmup_epochs = 5
-optim_wrapper = dict(_delete_=True, type='AmpOptimWrapper',  # deit trains under AMP (fp16, dynamic loss scale)
+# AMP dtype: fp16 (AmpOptimWrapper's default, dynamic loss scale), as deit trains. bf16: --cfg-options
+# optim_wrapper.dtype=bfloat16 (docs/compatibility.md, GPU hosts).
+optim_wrapper = dict(_delete_=True, type='AmpOptimWrapper',
                      optimizer=dict(type='AdamW', lr=5e-4 * 1024 / 512, weight_decay=0.05, eps=1e-8,
                                     betas=(0.9, 0.999)),
                      paramwise_cfg=dict(norm_decay_mult=0.0, bias_decay_mult=0.0, flat_decay_mult=0.0,

@@ -28,7 +28,7 @@ SHARDED = {
     'vision_llama/mae_vision-llama-large-p16_8xb512-amp-fsdp-coslr-1600e_in1k.py':
         ('vision_llama/mae_vision-llama-large-p16_8xb512-amp-coslr-1600e_in1k.py', set(), 24 + 8),
     'defocus/defocus-mamba-large_8xb32-fsdp-20e_in21k-pre_in1k-384px.py':
-        ('defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py', {'model', 'custom_hooks'}, 48),
+        ('defocus/defocus-mamba-large_8xb32-20e_in21k-pre_in1k-384px.py', {'model', 'custom_hooks', 'load_from'}, 48),
     'cait/cait-m48_32xb8-fsdp-60e_in1k-448px.py':
         ('cait/cait-m48_32xb8-60e_in1k-448px.py', {'model', 'load_from'}, 48 + 2),
     'dit_llama/dit-llama-xlarge-p2_8xb32-fsdp-2400k_in1k-256px.py':

@@ -114,18 +114,27 @@ class LearnableRoPE(nn.Module):
             frequencies, :func:`apply_rotary`). Initial frequencies: :func:`defocus_frequencies` of their count.
         legacy_bf16: in training, round positions and angles to bfloat16 as the official bf16-autocast training
             did (angles >= 128 rad become whole radians); its evaluation, and ours otherwise, is fp32.
+        learnable: whether the frequencies are trained (paper Table 4(a): "learnable" RoPE); False keeps them at
+            their initial values as a buffer of the same name ("fixed" RoPE).
 
     Attributes:
-        freq: the learnable frequencies (the official key ``mixer.freq`` in ``'unpaired'``).
+        freq: the frequencies (the official key ``mixer.freq`` in ``'unpaired'``); a parameter, or a buffer when
+            not ``learnable``.
     """
 
-    def __init__(self, num_dims: int, pairing: str = 'unpaired', legacy_bf16: bool = False) -> None:
+    def __init__(self, num_dims: int, pairing: str = 'unpaired', legacy_bf16: bool = False,
+                 learnable: bool = True) -> None:
         super().__init__()
         if num_dims % 2:
             raise RopeConfigError(f'RoPE needs an even number of channels, got {num_dims}.')
         self.pairing = check_choice('rope pairing', pairing, ROPE_PAIRINGS, RopeConfigError)
         self.legacy_bf16 = legacy_bf16
-        self.freq = nn.Parameter(defocus_frequencies(num_dims if pairing == 'unpaired' else num_dims // 2))
+        self.learnable = learnable
+        freq = defocus_frequencies(num_dims if pairing == 'unpaired' else num_dims // 2)
+        if learnable:
+            self.freq = nn.Parameter(freq)
+        else:
+            self.register_buffer('freq', freq)
 
     def angles(self, length: int, position_scale: float = 1.) -> Tensor:
         """``(length, len(freq))`` angles ``(t / position_scale) * f``, in fp32 (fp64 for an fp64 module)."""
@@ -144,7 +153,7 @@ class LearnableRoPE(nn.Module):
         return rotated[0] if len(rotated) == 1 else rotated
 
     def extra_repr(self) -> str:
-        return f'pairing={self.pairing!r}, legacy_bf16={self.legacy_bf16}'
+        return f'pairing={self.pairing!r}, legacy_bf16={self.legacy_bf16}, learnable={self.learnable}'
 
 
 def retnet_decay_exponents(num_heads: int, low: float = 5., high: float = 12.) -> Tensor:

@@ -12,6 +12,8 @@ from mmcausal.utils.errors import UserInputError
 from mmcausal.utils.validation import ConfigValueError, check_choice
 
 AUX_LOSSES = ('per_token', 'pooled')
+#: what the classifier ``fc`` reads (paper Table 4(c), "Loss" column)
+FEATURES = ('cls', 'avg', 'cls_avg')
 
 
 class HeadInputError(UserInputError, ValueError):
@@ -30,8 +32,9 @@ class DefocusClsHead(ClsHead):
     """Classify the class token; train with an auxiliary loss on the patch tokens.
 
     Takes the backbone's ``out_type='raw'`` tokens ``(B, N + 1, D)`` with the class token last. Prediction uses
-    ``fc(cls)`` only. The training loss is ``(1 - w) CE(fc(cls)) + w L_aux`` with ``w = aux_weight`` (0.5 in the
-    official code) and
+    ``fc(f)`` only, with ``f`` the class token (``feature='cls'``, released), the mean of the patch tokens
+    (``'avg'``) or both concatenated (``'cls_avg'``, ``fc`` of width ``2 D``). The training loss is
+    ``(1 - w) CE(fc(f)) + w L_aux`` with ``w = aux_weight`` (0.5 in the official code) and
 
     * ``'per_token'`` (the released code): ``L_aux = mean_t CE(aux_fc(x_t))`` over every patch token, the (soft)
       target broadcast to each token;
@@ -44,11 +47,12 @@ class DefocusClsHead(ClsHead):
         aux_loss: ``'per_token' | 'pooled' | None``.
         aux_weight: ``w``.
         hidden_dims: hidden width of the MLP classifiers of the large models (``3 D``); None = linear.
+        feature: ``'cls' | 'avg' | 'cls_avg'``, the input of ``fc`` (above; paper Table 4(c)).
         loss, topk, cal_acc, init_cfg: as :class:`mmpretrain.models.heads.ClsHead`.
     """
 
     def __init__(self, num_classes: int, in_channels: int, aux_loss: Optional[str] = 'per_token',
-                 aux_weight: float = .5, hidden_dims: Optional[int] = None,
+                 aux_weight: float = .5, hidden_dims: Optional[int] = None, feature: str = 'cls',
                  init_cfg: Optional[dict] = dict(type='TruncNormal', layer='Linear', std=.02), **kwargs) -> None:
         super().__init__(init_cfg=init_cfg, **kwargs)
         self.aux_loss = None if aux_loss is None else check_choice('aux_loss', aux_loss, AUX_LOSSES)
@@ -56,7 +60,8 @@ class DefocusClsHead(ClsHead):
             raise ConfigValueError(f'DefocusClsHead aux_weight w weighs the loss as (1 - w) CE + w L_aux and must be '
                                    f'in [0, 1] (the official 0.5), got {aux_weight!r}.')
         self.aux_weight = aux_weight
-        self.fc = build_classifier(in_channels, num_classes, hidden_dims)
+        self.feature = check_choice('feature', feature, FEATURES)
+        self.fc = build_classifier(2 * in_channels if feature == 'cls_avg' else in_channels, num_classes, hidden_dims)
         if self.aux_loss is not None:
             self.aux_fc = build_classifier(in_channels, num_classes, hidden_dims)
 
@@ -70,21 +75,28 @@ class DefocusClsHead(ClsHead):
         return tokens
 
     def pre_logits(self, feats: Tuple[Tensor, ...]) -> Tensor:
-        """The class token ``(B, D)`` of the last output."""
-        return self._tokens(feats)[:, -1]
+        """The input of ``fc`` from the last output: the class token ``(B, D)``, the patch tokens' mean ``(B, D)``
+        or both ``(B, 2 D)`` (``feature``)."""
+        return self._feature(self._tokens(feats))
+
+    def _feature(self, tokens: Tensor) -> Tensor:
+        if self.feature == 'cls':
+            return tokens[:, -1]
+        pooled = tokens[:, :-1].mean(dim=1)
+        return pooled if self.feature == 'avg' else torch.cat((tokens[:, -1], pooled), dim=-1)
 
     def forward(self, feats: Tuple[Tensor, ...]) -> Tensor:
-        """Class-token logits ``(B, num_classes)``."""
+        """Logits ``(B, num_classes)`` of ``fc(f)``."""
         return self.fc(self.pre_logits(feats))
 
     def loss(self, feats: Tuple[Tensor, ...], data_samples: List[DataSample], **kwargs) -> dict:
-        """``loss_cls`` (the class token's weighted term) and, with an auxiliary loss, ``loss_aux``.
+        """``loss_cls`` (the weighted term of ``fc(f)``) and, with an auxiliary loss, ``loss_aux``.
 
         No key is plain ``loss``: mmengine's ``parse_losses`` optimises and logs as ``loss`` the sum of every key
         containing ``'loss'``, and a head key of that name would overwrite the logged sum with one of its terms.
         """
         tokens = self._tokens(feats)
-        cls_loss = self._get_loss(self.fc(tokens[:, -1]), data_samples, **kwargs)['loss']
+        cls_loss = self._get_loss(self.fc(self._feature(tokens)), data_samples, **kwargs)['loss']
         if self.aux_loss is None:
             return dict(loss_cls=cls_loss)
         patches = tokens[:, :-1]

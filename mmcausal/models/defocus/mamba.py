@@ -54,6 +54,20 @@ def inverse_softplus(x: Tensor) -> Tensor:
 
 
 SCAN_IMPLS = ('auto', 'chunked', 'sequential', 'mamba_ssm', 'cpu_kernel', 'triton')
+#: the mixer's state decay (None: no decay), paper Table 4(a)
+DECAY_KINDS = ('data_dependent', 'learnable', 'fixed')
+
+
+def initial_step_sizes(channels: int) -> Tensor:
+    """The released initial step sizes ``dt_e``: log-spaced over the channels from 1e-3 to 1e-1, clamped >= 1e-4."""
+    return torch.exp(torch.linspace(math.log(1e-3), math.log(1e-1), channels)).clamp(min=1e-4)
+
+
+def static_decay_log_rates(channels: int, state_dims: int) -> Tensor:
+    """``A_log`` ``(E, N)`` of a data-independent decay ``exp(A)``, ``A = -exp(A_log) = -n dt_e``: the released
+    model's initial decay ``exp(Delta A)`` at the initial step ``dt_e`` (:func:`initial_step_sizes`) and ``A = -n``."""
+    states = torch.arange(1, state_dims + 1, dtype=torch.float32)
+    return torch.log(initial_step_sizes(channels)[:, None] * states)
 
 
 def sequential_selective_scan(u: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor) -> Tensor:
@@ -212,12 +226,19 @@ class DefocusMambaMixer(BaseModule):
         norm_group_size: channels per GroupRMS group (0 = no norm).
         rope: ``'unpaired'`` (released weights), ``'paired'`` (a true rotation) or None (no RoPE on B/C).
         legacy_bf16_rope: official bf16 angle rounding in training, see :class:`LearnableRoPE`.
+        rope_learnable: train the RoPE frequencies (released); False keeps them fixed (paper Table 4(a)).
+        decay: the state decay of the scan (the low-pass half of the band-pass filter, paper Table 4(a)):
+            ``'data_dependent'`` (released: ``exp(Delta_t A)``), ``'learnable'`` (``exp(A / s)``, one learnable
+            rate per channel and state, Delta = 1 in the decay as in De-focus ViT, paper Fig. 2),
+            ``'fixed'`` (the same rates, not trained) or None (no decay: ``h_t = h_t-1 + Delta_t u_t B_t``).
+            See :meth:`decay_rates`.
         scan_impl, chunk_size: see :func:`~.scan.selective_scan`.
     """
 
     def __init__(self, embed_dims: int, expand: int = 2, state_dims: int = 16, dt_rank: int = 48,
                  conv_kernel: int = 4, norm_group_size: int = 64, rope: Optional[str] = 'unpaired',
-                 legacy_bf16_rope: bool = False, scan_impl: str = 'auto', chunk_size: Optional[int] = None,
+                 legacy_bf16_rope: bool = False, rope_learnable: bool = True,
+                 decay: Optional[str] = 'data_dependent', scan_impl: str = 'auto', chunk_size: Optional[int] = None,
                  init_cfg: Optional[Union[dict, list]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
         inner = expand * embed_dims
@@ -232,9 +253,15 @@ class DefocusMambaMixer(BaseModule):
         self.conv1d = nn.Conv1d(inner, inner, conv_kernel, groups=inner, padding=conv_kernel - 1)
         self.x_proj = nn.Linear(inner, dt_rank + 2 * state_dims, bias=False)
         self.dt_proj = nn.Linear(dt_rank, inner)
-        self.A_log = nn.Parameter(torch.log(torch.arange(1, state_dims + 1, dtype=torch.float32)).repeat(inner, 1))
+        self.decay = None if decay is None else check_choice('decay', decay, DECAY_KINDS, MixerConfigError)
+        if decay == 'data_dependent':
+            self.A_log = nn.Parameter(torch.log(torch.arange(1, state_dims + 1, dtype=torch.float32)).repeat(inner, 1))
+        elif decay == 'learnable':
+            self.A_log = nn.Parameter(static_decay_log_rates(inner, state_dims))
+        elif decay == 'fixed':
+            self.register_buffer('A_log', static_decay_log_rates(inner, state_dims))
         self.D = nn.Parameter(torch.ones(inner))
-        self.rope = LearnableRoPE(state_dims, rope, legacy_bf16_rope) if rope else None
+        self.rope = LearnableRoPE(state_dims, rope, legacy_bf16_rope, rope_learnable) if rope else None
         self.out_proj = nn.Linear(inner, embed_dims, bias=False)
         self._init_dt_proj()
 
@@ -243,10 +270,20 @@ class DefocusMambaMixer(BaseModule):
         to 1e-1 (deterministic, as released; clamped >= 1e-4), so ``Delta`` starts in that range."""
         bound = self.dt_rank ** -0.5
         nn.init.uniform_(self.dt_proj.weight, -bound, bound)
-        inner = self.dt_proj.out_features
-        dt = torch.exp(torch.linspace(math.log(1e-3), math.log(1e-1), inner)).clamp(min=1e-4)
         with torch.no_grad():
-            self.dt_proj.bias.copy_(inverse_softplus(dt))
+            self.dt_proj.bias.copy_(inverse_softplus(initial_step_sizes(self.dt_proj.out_features)))
+
+    def decay_rates(self, delta: Tensor, decay_scale: float = 1.) -> Tuple[Tensor, Tensor]:
+        """``(step, rates)`` such that the scan's decay ``exp(step_t * rates)`` is this mixer's ``decay``:
+        ``(Delta, A)`` (data-dependent), or ``(1, A / s)`` with ``A = -exp(A_log)`` (learnable / fixed), or
+        ``(1, 0)`` (none). ``delta`` ``(B, L, E)`` is ``Delta`` (already divided by ``s = decay_scale``)."""
+        if self.decay == 'data_dependent':
+            return delta, -torch.exp(self.A_log.float())
+        if self.decay is None:
+            rates = delta.new_zeros(delta.shape[-1], self.state_dims)
+        else:
+            rates = -torch.exp(self.A_log.float()) / decay_scale
+        return torch.ones_like(delta), rates
 
     def init_weights(self) -> None:
         """After the backbone's Linear init (TruncNormal 0.02, which reaches ``dt_proj`` too), restore the
@@ -265,14 +302,18 @@ class DefocusMambaMixer(BaseModule):
         if self.rope is not None:
             B, C = self.rope(B, C, position_scale=position_scale)
         delta = F.softplus(F.linear(dt, self.dt_proj.weight).float() + self.dt_proj.bias.float()) / decay_scale
-        y = selective_scan(u, delta, -torch.exp(self.A_log.float()), B, C, self.scan_impl, self.chunk_size)
+        step, rates = self.decay_rates(delta, decay_scale)
+        # a decay of its own keeps Delta_t as the input gate: h_t = exp(rates) h_t-1 + (Delta_t u_t) B_t
+        scan_input = u if step is delta else delta * u
+        y = selective_scan(scan_input, step, rates, B, C, self.scan_impl, self.chunk_size)
         if self.norm_group_size:
             y = group_rms_norm(y, self.norm_group_size)
         y = (y + self.D * u) * F.silu(z)
         return self.out_proj(y.type_as(x))
 
     def extra_repr(self) -> str:
-        return f'state_dims={self.state_dims}, dt_rank={self.dt_rank}, scan_impl={self.scan_impl!r}'
+        return (f'state_dims={self.state_dims}, dt_rank={self.dt_rank}, decay={self.decay!r}, '
+                f'scan_impl={self.scan_impl!r}')
 
 
 @MODELS.register_module()
@@ -290,6 +331,9 @@ class DefocusMamba(DefocusBackbone):
             padding to whole sections is dropped from every output, which is why ``out_type='raw'`` is refused.
         rope: RoPE on B/C: ``'unpaired'`` (released weights), ``'paired'`` or None.
         legacy_bf16_rope: round RoPE angles to bf16 in training, as the official training did.
+        rope_learnable: train the RoPE frequencies (released) or keep them fixed (paper Table 4(a)).
+        decay: ``'data_dependent'`` (released), ``'learnable'``, ``'fixed'`` or None: the scan's state decay, see
+            :class:`DefocusMambaMixer` (paper Table 4(a)).
         norm_group_size: channels per GroupRMS group of the mixer output (0 = none).
         out_indices, out_type, frozen_stages, with_cp: as mmpretrain's ViT (``'raw'``: all tokens, cls last,
             in sequence order; ``'featmap'``: patches back in raster order, cropped to the input's grid).
@@ -321,6 +365,8 @@ class DefocusMamba(DefocusBackbone):
                  patch_rearrange: bool = False,
                  rope: Optional[str] = 'unpaired',
                  legacy_bf16_rope: bool = False,
+                 rope_learnable: bool = True,
+                 decay: Optional[str] = 'data_dependent',
                  norm_group_size: int = 64,
                  out_indices: Union[int, Sequence[int]] = -1,
                  out_type: str = 'cls_token',
@@ -340,7 +386,8 @@ class DefocusMamba(DefocusBackbone):
                                    final_norm, frozen_stages, mask_mode)
         mixer = partial(DefocusMambaMixer, expand=setting.get('expand', 2), state_dims=setting.get('state_dims', 16),
                         dt_rank=setting.get('dt_rank', 48), norm_group_size=norm_group_size, rope=rope,
-                        legacy_bf16_rope=legacy_bf16_rope, scan_impl=scan_impl, chunk_size=chunk_size)
+                        legacy_bf16_rope=legacy_bf16_rope, rope_learnable=rope_learnable, decay=decay,
+                        scan_impl=scan_impl, chunk_size=chunk_size)
         norm_cfg = norm_cfg or dict(type='RMSNorm', eps=1e-5)
         self._build_blocks(partial(TransformerBlock, mixer=mixer, ffn=None, norm_cfg=norm_cfg),
                            final_norm_cfg or dict(type='LN', eps=1e-6), drop_path_rate, with_cp)

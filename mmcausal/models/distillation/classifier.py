@@ -41,7 +41,8 @@ class DistillationClassifier(ImageClassifier):
             :mod:`.teacher`); ``None`` only with ``distillation=None`` (DeiT's mode 'none': the plain classifier).
         distillation: the :class:`~.losses.DistillationLoss` config (``mode`` 'hard' or 'soft', ``tau``,
             ``kl_reduction``); ``None`` trains without a teacher.
-        alpha: the weight ``alpha`` of the distillation term (DeiT: 0.5 for hard, 0.1 for soft distillation).
+        alpha: the weight ``alpha`` of the distillation term (DeiT: 0.5 for hard distillation; 0.1 for soft, with
+            ``kl_reduction='numel'``, the scale of deit's code).
     """
 
     def __init__(self, backbone: dict, neck: Optional[dict] = None, head: Optional[dict] = None,
@@ -58,6 +59,9 @@ class DistillationClassifier(ImageClassifier):
         if not hasattr(self.head, '_get_loss'):
             raise ConfigValueError(f'DistillationClassifier needs a classification head (ClsHead), got '
                                    f'{type(self.head).__name__}.')
+        if self.dual_head and distillation is None:
+            raise ConfigValueError('A DeiTClsHead student needs a teacher: its distillation head learns only from it '
+                                   '(without one, use a single-head ClsHead).')
         self.alpha = float(alpha)
         self.teacher_checkpoint = None if teacher is None else teacher.get('checkpoint')
         if teacher is None:
@@ -102,14 +106,21 @@ class DistillationClassifier(ImageClassifier):
         return self.head.layers.head(class_token), self.head.layers.head_dist(distillation_token)
 
     def loss(self, inputs: Tensor, data_samples: List[DataSample]) -> Dict[str, Tensor]:
-        """``loss_cls = (1 - alpha) L_label`` (with the head's accuracies) and ``loss_distill = alpha L_distill``."""
-        class_logits, distillation_logits = self.student_logits(self.extract_feat(inputs))
-        losses = self.head._get_loss(class_logits, data_samples)
-        label_loss = losses.pop('loss')
+        """``loss_cls = (1 - alpha) L_label`` and ``loss_distill = alpha L_distill``. ``L_label`` is the head's own
+        loss: every term it returns (an auxiliary loss, say) is weighted by ``1 - alpha``; its accuracies are kept."""
+        feats = self.extract_feat(inputs)
+        if self.dual_head:  # DeiTClsHead's loss would take the mean of the two heads: the class head alone here
+            class_logits, distillation_logits = self.student_logits(feats)
+            losses = self.head._get_loss(class_logits, data_samples)
+        else:
+            losses, distillation_logits = self.head.loss(feats, data_samples), self.head(feats)
+        if 'loss' in losses:  # mmengine logs the sum of the terms as 'loss': the label term is 'loss_cls'
+            losses['loss_cls'] = losses.pop('loss')
         if self.distillation is None:
-            return {'loss_cls': label_loss, **losses}
+            return losses
+        weighted = {key: (1. - self.alpha) * value if 'loss' in key else value for key, value in losses.items()}
         distill = self.distillation(distillation_logits, self.teacher_logits(inputs))
-        return {'loss_cls': (1. - self.alpha) * label_loss, 'loss_distill': self.alpha * distill, **losses}
+        return {**weighted, 'loss_distill': self.alpha * distill}
 
 
 def _drop_teacher_weights(module: BaseModule, state_dict: dict, prefix: str, _metadata) -> None:
@@ -119,8 +130,10 @@ def _drop_teacher_weights(module: BaseModule, state_dict: dict, prefix: str, _me
 
 
 def _teacher_weights_are_not_expected(module: BaseModule, incompatible_keys) -> None:
-    """Load post-hook: a student checkpoint is complete without the teacher's weights."""
-    teacher_keys = {f'{TEACHER}.{key}' for key in module.teacher.state_dict(keep_vars=True)}
+    """Load post-hook: a student checkpoint is complete without the teacher's weights (named as the modules hold
+    them: a teacher's own state-dict hooks, as ``TimmClassifier``'s, rename only what it saves)."""
+    named = (*module.teacher.named_parameters(), *module.teacher.named_buffers())
+    teacher_keys = {f'{TEACHER}.{name}' for name, _ in named}
     missing = incompatible_keys.missing_keys
     missing[:] = [key for key in missing if not _is_teacher_key(key, teacher_keys)]
 

@@ -18,6 +18,7 @@ from typing import Optional, Tuple, Union
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config, ConfigDict
+from mmengine.hub import get_config
 from torch import Tensor, nn
 
 from mmcausal.utils.checkpoint_coverage import CheckpointMismatchError
@@ -37,7 +38,8 @@ def teacher_model_config(teacher: dict) -> ConfigDict:
                                'model dict).')
     if 'model' in teacher:
         return ConfigDict(teacher['model'])
-    config = Config.fromfile(teacher['config'])
+    path = teacher['config']
+    config = get_config(path) if '::' in path else Config.fromfile(path)  # 'mmpretrain::resnet/...' : a library's
     model = ConfigDict(config.model)
     if 'data_preprocessor' not in model and 'data_preprocessor' in config:
         model.data_preprocessor = config.data_preprocessor
@@ -53,11 +55,15 @@ def build_teacher(teacher: dict) -> nn.Module:
     except ImportError as error:  # a teacher from another library (TimmClassifier: timm)
         raise UserInputError(f'The teacher ({config.type}) cannot be built: {error} (the optional requirements: '
                              'pip install -r requirements/optional.txt).') from error
+    model._is_init = True  # its weights come from its checkpoint: no init of its own (a Pretrained file, say)
     return model.requires_grad_(False).eval()
 
 
 def _normalisation(preprocessor: Optional[nn.Module], channels: int) -> Tuple[Tensor, Tensor, bool]:
     """``(mean, std, to_rgb)`` of an mmpretrain data preprocessor; identity when it does not normalise."""
+    if preprocessor is not None and not hasattr(preprocessor, 'to_rgb'):
+        raise ConfigValueError(f'A distillation classifier reads mmpretrain ClsDataPreprocessor settings (mean, std, '
+                               f'to_rgb); got {type(preprocessor).__name__}.')
     to_rgb = bool(getattr(preprocessor, 'to_rgb', False))
     if getattr(preprocessor, '_enable_normalize', False):
         return preprocessor.mean.flatten().float(), preprocessor.std.flatten().float(), to_rgb

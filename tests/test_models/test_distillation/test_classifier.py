@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from mmpretrain.structures import DataSample
 
+import fake_timm
 from mmcausal.models.distillation import DistillationClassifier, DistillationLoss, TeacherInputs
 from mmcausal.utils.checkpoint_coverage import CheckpointMismatchError
 from mmcausal.utils.errors import UserInputError
@@ -88,6 +89,9 @@ def test_soft_distillation_weighs_the_label_and_the_teacher_terms():
 
 def test_the_teacher_gets_no_gradient_stays_in_eval_mode_and_keeps_its_statistics():
     model = _classifier(distillation=dict(mode='hard')).train()
+    model.teacher.requires_grad_(True)  # even so, the teacher runs without building a graph
+    assert not model.teacher_logits(torch.rand(2, 3, 32, 32)).requires_grad
+    model.teacher.requires_grad_(False)
     assert not model.teacher.training and all(not module.training for module in model.teacher.modules())
     statistics = {key: value.clone() for key, value in model.teacher.state_dict().items() if 'running' in key}
     images, _, samples = _batch()
@@ -109,8 +113,12 @@ def test_the_teacher_sees_the_image_in_its_own_normalisation_and_size():
     assert TeacherInputs(model.data_preprocessor, model.data_preprocessor)(student_inputs).equal(student_inputs)
 
 
-def test_checkpoints_hold_the_student_alone_and_load_back_strictly():
-    model = _classifier(distillation=dict(mode='hard'))
+@pytest.mark.parametrize('teacher', [dict(model=TEACHER_MODEL), dict(model=dict(type='TimmClassifier',
+                                                                            model_name='regnety_160', num_classes=4))],
+                         ids=['ImageClassifier', 'TimmClassifier'])
+def test_checkpoints_hold_the_student_alone_and_load_back_strictly(teacher):
+    with fake_timm.installed():  # TimmClassifier renames its keys when it saves: the teacher's keys are not expected
+        model = _classifier(distillation=dict(mode='hard'), teacher=teacher)
     state = model.state_dict()
     assert state and not any(key.startswith('teacher.') for key in state)
     assert model.load_state_dict(state, strict=True).missing_keys == []
@@ -171,6 +179,33 @@ def test_a_dual_head_student_trains_each_head_on_its_own_target_and_predicts_wit
     torch.testing.assert_close(losses['loss_distill'], 0.5 * F.cross_entropy(distillation_logits, teacher_labels))
 
 
+def test_a_head_with_its_own_loss_keeps_every_term_weighted():
+    """De-focus's head adds an auxiliary loss on the patch tokens: it is kept, weighted by 1 - alpha with the label
+    term, and the distillation term is computed on the head's logits."""
+    student = dict(backbone=dict(type='DefocusViT', arch=dict(embed_dims=32, num_layers=1, num_heads=2),
+                                 img_size=32, patch_size=16, out_type='raw'),
+                   head=dict(type='DefocusClsHead', num_classes=CLASSES, in_channels=32, aux_loss='per_token'))
+    plain = _classifier(**student).train()
+    distilled = _classifier(distillation=dict(mode='hard'), alpha=0.25, **student).train()
+    images, labels, samples = _batch()
+    inputs = _normalised(plain, images)
+    expected = plain.head.loss(plain.extract_feat(inputs), samples)
+    losses = distilled.loss(inputs, samples)
+    assert set(losses) == {'loss_cls', 'loss_aux', 'loss_distill'}
+    for key in ('loss_cls', 'loss_aux'):
+        torch.testing.assert_close(losses[key], 0.75 * expected[key])
+    teacher_labels = distilled.teacher_logits(inputs).argmax(1)
+    logits = distilled(inputs, mode='tensor')
+    torch.testing.assert_close(losses['loss_distill'], 0.25 * F.cross_entropy(logits, teacher_labels))
+
+
+def test_a_teacher_config_of_a_library_is_read_from_its_package():
+    model = _classifier(distillation=dict(mode='hard'),
+                        teacher=dict(config='mmpretrain::resnet/resnet18_8xb32_in1k.py'))
+    assert type(model.teacher.backbone).__name__ == 'ResNet' and model.teacher.backbone.depth == 18
+    assert model.teacher.data_preprocessor.to_rgb and model.teacher_inputs.scale.flatten().tolist() == [1., 1., 1.]
+
+
 def test_without_a_teacher_the_loss_is_the_plain_classifiers():
     model = _classifier().train()
     images, labels, samples = _batch()
@@ -188,6 +223,9 @@ def test_without_a_teacher_the_loss_is_the_plain_classifiers():
     (dict(distillation=dict(mode='soft', tau=0.)), 'tau must be positive'),
     (dict(distillation=dict(mode='hard'), teacher=dict(model=TEACHER_MODEL, checkpont='x.pth')), "'checkpont'"),
     (dict(distillation=dict(mode='hard'), teacher=dict(checkpoint='x.pth')), 'exactly one of config='),
+    (dict(backbone=dict(type='DistilledVisionTransformer', arch='deit-tiny', img_size=32, patch_size=16),
+          head=dict(type='DeiTClsHead', num_classes=CLASSES, in_channels=192)),
+     'A DeiTClsHead student needs a teacher'),
 ])
 def test_a_bad_distillation_setting_is_one_clear_error(settings, message):
     with pytest.raises(ConfigValueError, match=message):
