@@ -213,6 +213,9 @@ class DefocusMambaMixer(BaseModule):
         y = scan(u, Delta, A = -exp(A_log), B, C)        # h_t = exp(Delta_t A) h_t-1 + Delta_t u_t B_t, y_t = h_t C_t
         out = out_proj((GroupRMS(y) + D * u) * SiLU(z))  # E -> D, no bias
 
+    The ``decay`` options of the paper's ablation (Table 4(a)) change only the decay of the scan: ``exp(A / s)``
+    (learnable or fixed, data-independent) or none, with ``Delta_t`` kept as the input gate (:meth:`decay_rates`).
+
     Official parameter names (``in_proj``, ``conv1d``, ``x_proj``, ``dt_proj``, ``A_log``, ``D``, ``out_proj``;
     ``freq`` is ``rope.freq``). ``position_scale`` / ``decay_scale`` come from the :class:`TokenLayout` (the
     official ``rope_scale_factor`` / ``delta_scale_factor``).
