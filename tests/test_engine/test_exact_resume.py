@@ -302,3 +302,38 @@ def test_det_twin_resumes_bit_identically(shapes_root, tmp_path):
     for checkpoint in (work_dir / 'epoch_1.pth', work_dir / f'iter_{mid}.pth'):
         resumed = _resume(_det_config(shapes_root, tmp_path / checkpoint.stem), checkpoint)
         _assert_bit_identical(resumed, reference, checkpoint.name)
+
+
+DIST_ITERS_PER_EPOCH = 7  # 400 training images / batch 64
+
+
+def _distillation_config(shapes_root: Path, work_dir: Path, teacher: Path):
+    """The distillation twin (CaiT student, ResNet-18 teacher read from ``teacher`` at initialisation), 2 epochs."""
+    return _two_epoch_config('cait/cait-nano-p16_dist_1xb64-150e_shapes-64px.py', shapes_root, work_dir,
+                             **{'param_scheduler.1.T_max': 1, 'model.teacher.checkpoint': str(teacher)})
+
+
+@pytest.mark.e2e
+def test_distillation_twin_resumes_bit_identically(shapes_root, tmp_path):
+    """The teacher is read from its own file when the model is initialised (before the Runner resumes) and is not in
+    the student's checkpoints: a resumed run continues exactly, from an epoch boundary and from mid-epoch."""
+    cfg = _distillation_config(shapes_root, tmp_path / 'reference', tmp_path / 'teacher.pth')
+    _assert_shipped_pipeline(cfg)
+    torch.manual_seed(0)
+    teacher = Runner.from_cfg(cfg).model.teacher  # a random teacher teaches as well as a trained one here
+    for parameter in teacher.parameters():
+        torch.nn.init.normal_(parameter, std=0.1)
+    torch.save({'state_dict': teacher.state_dict()}, tmp_path / 'teacher.pth')
+    reference = _run(cfg)
+    assert reference.iter == CLS_EPOCHS * DIST_ITERS_PER_EPOCH
+    for name, value in teacher.state_dict().items():
+        torch.testing.assert_close(reference.model.teacher.state_dict()[name], value, rtol=0, atol=0, msg=name)
+    mid = DIST_ITERS_PER_EPOCH + 3
+    work_dir = _interrupt(_distillation_config(shapes_root, tmp_path / 'crashed', tmp_path / 'teacher.pth'), mid,
+                          crash_at=mid + 2)
+    for checkpoint in (work_dir / 'epoch_1.pth', work_dir / f'iter_{mid}.pth'):
+        saved = torch.load(checkpoint, map_location='cpu', weights_only=False)['state_dict']
+        assert not [key for key in saved if key.startswith('teacher.')]
+        resumed = _resume(_distillation_config(shapes_root, tmp_path / checkpoint.stem, tmp_path / 'teacher.pth'),
+                          checkpoint)
+        _assert_bit_identical(resumed, reference, checkpoint.name)
