@@ -14,8 +14,7 @@
 # CrossEntropyLoss(use_sigmoid=True) for the BCE. Where they differ from the official code: (1) the official BCE
 # binarises the mixed targets (targets > 0, DeiT-III's engine) and mmpretrain's sigmoid loss takes the soft mixed
 # targets; (2) the official timm scheduler steps once per epoch and its cosine runs over all 800 epochs, mmpretrain's
-# steps per iteration from the end of the warm-up; (3) the class token starts at 0 (as mmpretrain's DeiT-III), the
-# official at trunc-normal(0.02).
+# steps per iteration from the end of the warm-up.
 #
 # Model: layout='official_deit' (LayerScale 1e-4, a bias-free SwiGLU of width 2048, drop path in both branches and
 # every block, the class token rotated like flat index -1 as under the official torch 1.7) with integer 2D RoPE on

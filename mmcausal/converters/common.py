@@ -117,7 +117,10 @@ def swiglu_entry(official: Dict[str, Tensor], key: str, renames: Sequence[Tuple[
                 raise KeyError(f'{key!r} has no matching {block + partner!r}: the SwiGLU needs both halves.')
             if own == SWIGLU_UP:
                 return {}
-            fused_key = rename_key(block + '.mlp.c_proj.weight', renames).replace('ffn.w3', 'ffn.w12')
+            down = rename_key(block + '.mlp.c_proj.weight', renames)
+            if down is None:
+                raise KeyError(f'{key!r} is not in a block of this model: its SwiGLU has no known place.')
+            fused_key = down.replace('ffn.w3', 'ffn.w12')
             return {fused_key: torch.cat([official[key], official[block + SWIGLU_UP]], dim=0)}
     return None
 

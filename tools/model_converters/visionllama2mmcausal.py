@@ -38,8 +38,8 @@ def convert(state_dict: dict) -> dict:
 
 def describe(state_dict: dict) -> tuple:
     """(architecture read from the converted weights, its printable summary)."""
-    # only the deit model has LayerScale and a classification head
-    if 'backbone.layers.0.ls1.weight' in state_dict or 'head.fc.weight' in state_dict:
+    # only the deit model has LayerScale (an mmpretrain-format classifier has a head too)
+    if 'backbone.layers.0.ls1.weight' in state_dict:
         info = describe_visionllama_deit(state_dict)
         return dict(info, format='deit'), format_deit_architecture(info)
     info = describe_visionllama_mae(state_dict)

@@ -266,6 +266,11 @@ class CaiT(MaskModeMixin, PlainBackbone):
 
         check_choice('attn_type', attn_type, ATTN_TYPES, BackboneConfigError)
         self.branch_init = check_choice('branch_init', branch_init, BRANCH_INITS, BackboneConfigError)
+        if branch_init != 'default' and (residual_scale != 'scalar' or layer_scale_init_value == 0):
+            raise BackboneConfigError(f'branch_init={branch_init!r} is the paper\'s adaptation with a learned scalar '
+                                      f'alpha per branch: set residual_scale="scalar" and a non-zero '
+                                      f'layer_scale_init_value (alpha), got {residual_scale!r} and '
+                                      f'{layer_scale_init_value}.')
         self.drop_path_schedule = check_choice('drop_path_schedule', drop_path_schedule, DROP_PATH_SCHEDULES,
                                                BackboneConfigError)
         self.cls_insert_layer = self._check_insert_layer(cls_insert_layer, mask_mode, out_type)
@@ -317,7 +322,8 @@ class CaiT(MaskModeMixin, PlainBackbone):
         """The default init (:class:`PlainBackbone`), then ``branch_init``'s rules unless the weights are loaded."""
         first = not self.is_init
         super().init_weights()
-        pretrained = isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'
+        init_cfgs = self.init_cfg if isinstance(self.init_cfg, list) else [self.init_cfg] if self.init_cfg else []
+        pretrained = any(cfg.get('type') == 'Pretrained' for cfg in init_cfgs)
         if first and not pretrained and self.branch_init != 'default':
             (fixup_init if self.branch_init == 'fixup' else t_fixup_init)(self.layers)
 

@@ -51,11 +51,11 @@ class ScalarScale(nn.Module):
 
 
 def residual_scale_module(kind: str, embed_dims: int, init_value: float) -> nn.Module:
-    """The weighting of one residual branch: ``'layerscale'`` (``(C,)`` filled with ``init_value``), ``'scalar'``
-    (one ``alpha = init_value``) or ``'none'`` (identity)."""
+    """The weighting of one residual branch: ``'layerscale'`` (``(C,)`` filled with ``init_value``; 0 disables it,
+    as everywhere in mmcausal), ``'scalar'`` (one ``alpha = init_value``, 0 for ReZero) or ``'none'`` (identity)."""
     check_choice('residual_scale', kind, RESIDUAL_SCALES, BackboneConfigError)
     if kind == 'layerscale':
-        return LayerScale(embed_dims, layer_scale_init_value=init_value)
+        return LayerScale(embed_dims, layer_scale_init_value=init_value) if init_value else nn.Identity()
     return ScalarScale(init_value) if kind == 'scalar' else nn.Identity()
 
 

@@ -30,7 +30,7 @@ cells; that is a different model, not built here.
 from functools import partial
 from typing import List, Optional, Sequence, Tuple, Union
 
-from mmengine.model import BaseModule
+from mmengine.model import BaseModule, ModuleList
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor, nn
 
@@ -125,11 +125,12 @@ class PyramidBackbone(BlockStackMixin, BaseBackbone):
         return self.pool_norm(tokens.mean(dim=1))
 
     def _freeze_stages(self) -> None:
-        """``frozen_stages = k >= 0``: freeze the first patch embedding and the whole first ``k`` stages (and the
-        final norms when every stage is frozen)."""
+        """``frozen_stages = k >= 0``: freeze the first patch embedding (with its position table, if any) and the
+        whole first ``k`` stages (and the final norms when every stage is frozen)."""
         if self.frozen_stages < 0:
             return
-        frozen = [self.stages[0].patch_embed, *self.stages[:self.frozen_stages]]
+        stem = [self.stages[0].patch_embed, self.stages[0].pos_embed]
+        frozen = [module for module in stem if module is not None] + list(self.stages[:self.frozen_stages])
         if self.frozen_stages >= len(self.stages):
             frozen += [self.norm, self.pool_norm]
         self._freeze(frozen)
@@ -276,7 +277,7 @@ class PyramidVisionLLaMA(MaskModeMixin, PyramidBackbone):
             grid = (max(pretrain_size // strides[0], 1), ) * 2
             pos_embed = LearnedPositionEmbedding(dim, grid) if abs_pos_embed and index == 0 else None
             stages.append(PyramidStage(embed, blocks, norm, pos_embed, PositionEncodingGenerator(dim) if peg else None))
-        self.stages = nn.ModuleList(stages)
+        self.stages = ModuleList(stages)  # mmengine's: init_weights reaches the stages (the PEG's own rule)
         self.drop_path_rate = drop_path_rate
         self.norm = build_norm_layer(norm_cfg, dims[-1]) if final_norm else nn.Identity()
         self.pool_norm = nn.Identity()

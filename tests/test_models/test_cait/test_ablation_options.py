@@ -171,7 +171,7 @@ def test_t_fixup_rules():
     bound^2 / 3."""
     width, depth = 96, 16
     model = CaiT(arch=dict(embed_dims=width, num_layers=depth, num_heads=4), img_size=32, patch_size=16,
-                 branch_init='t-fixup')
+                 residual_scale='scalar', layer_scale_init_value=1., branch_init='t-fixup')
     torch.manual_seed(5)
     model.init_weights()
     scale = 0.67 * depth ** -0.25
@@ -190,17 +190,6 @@ def test_t_fixup_rules():
         check(block.attn.proj.weight, width, width, scale)
         check(block.ffn.layers[0][0].weight, width, 4 * width, scale)
         check(block.ffn.layers[1].weight, 4 * width, width, scale)
-
-
-def test_branch_init_leaves_pretrained_weights_alone(tmp_path):
-    source = CaiT(arch=ARCH, img_size=32, patch_size=16)
-    source.init_weights()
-    path = tmp_path / 'backbone.pth'
-    torch.save({'state_dict': source.state_dict()}, path)
-    loaded = CaiT(arch=ARCH, img_size=32, patch_size=16, branch_init='fixup',
-                  init_cfg=dict(type='Pretrained', checkpoint=str(path)))
-    loaded.init_weights()
-    torch.testing.assert_close(loaded.layers[0].attn.proj.weight, source.layers[0].attn.proj.weight)
 
 
 @pytest.mark.parametrize('schedule', ['uniform', 'linear'])
@@ -224,3 +213,34 @@ def test_multi_head_attention_has_no_head_mixing():
     # talking heads adds two (h x h + h) mixers per SA block
     assert sum(p.numel() for p in talking.parameters()) - sum(p.numel() for p in model.parameters()) == \
         DEPTH * 2 * (HEADS * HEADS + HEADS)
+
+
+def test_branch_init_leaves_loaded_weights_alone_and_needs_the_scalar_weighting(tmp_path):
+    """Fixup / T-Fixup are the paper's adaptations with a learned scalar alpha per branch; loaded weights (an
+    ``init_cfg`` dict or list with ``Pretrained``) are never re-initialised by them."""
+    settings = dict(arch=ARCH, img_size=48, patch_size=16, residual_scale='scalar', layer_scale_init_value=1.,
+                    branch_init='fixup')
+    source = CaiT(**settings)
+    for parameter in source.parameters():
+        torch.nn.init.normal_(parameter)
+    torch.save({'state_dict': source.state_dict()}, tmp_path / 'trained.pth')
+    for init_cfg in (dict(type='Pretrained', checkpoint=str(tmp_path / 'trained.pth')),
+                     [dict(type='Pretrained', checkpoint=str(tmp_path / 'trained.pth'))]):
+        loaded = CaiT(**settings, init_cfg=init_cfg)
+        loaded.init_weights()
+        for name, value in source.state_dict().items():
+            assert torch.equal(loaded.state_dict()[name], value), name
+    fresh = CaiT(**settings)
+    fresh.init_weights()
+    assert all(block.attn.proj.weight.abs().sum() == 0 for block in fresh.layers)  # Fixup: each branch ends at 0
+    for bad in (dict(residual_scale='layerscale'), dict(residual_scale='none'), dict(layer_scale_init_value=0.)):
+        with pytest.raises(UserInputError, match='branch_init=.fixup. is the paper.s adaptation'):
+            CaiT(**{**settings, **bad})
+
+
+def test_a_layer_scale_of_zero_is_no_layer_scale():
+    """As everywhere in mmcausal, ``layer_scale_init_value=0`` leaves the branches unweighted (a LayerScale of 0
+    would turn every block into the identity)."""
+    model = CaiT(arch=ARCH, img_size=48, patch_size=16, layer_scale_init_value=0.)
+    assert not [name for name in model.state_dict() if '.ls1.' in name or '.ls2.' in name]
+    assert isinstance(model.layers[0].ls1, torch.nn.Identity)

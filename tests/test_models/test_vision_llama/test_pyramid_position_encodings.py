@@ -30,9 +30,11 @@ def test_learned_embedding_is_added_at_its_grid_and_resized_elsewhere():
 
 
 def test_peg_adds_a_depthwise_convolution_of_the_token_map():
+    model = _tiny(peg=True)
+    model.init_weights()  # the backbone's init reaches each stage's PEG, whose rule follows the backbone's Kaiming
+    for stage in model.stages:  # Twins' fan_out / groups = 9, not the backbone's 9 D
+        assert stage.peg.proj.weight.std().item() == pytest.approx(math.sqrt(2 / 9), rel=0.3)
     peg = PositionEncodingGenerator(4)
-    peg.init_weights()
-    assert peg.proj.weight.std().item() == pytest.approx(math.sqrt(2 / 9), rel=0.5)  # Twins' fan_out / groups
     tokens = torch.randn(2, 6, 4)  # a 2 x 3 grid
     featmap = tokens.transpose(1, 2).reshape(2, 4, 2, 3)
     conv = F.conv2d(featmap, peg.proj.weight, peg.proj.bias, padding=1, groups=4)
@@ -55,8 +57,14 @@ def test_the_backbone_places_them_as_the_ablation_does():
         reference = plain(images)
         torch.testing.assert_close(lpe(images), reference)
         torch.testing.assert_close(peg(images), reference)
-        # the PEG acts after the first block: a bias there shifts the second block's input
+        # the PEG acts after the first block: a bias there shifts the second block's input by exactly that bias
+        inputs = []
+        handle = peg.stages[1].blocks[1].register_forward_pre_hook(lambda module, args: inputs.append(args[0]))
+        peg(images)
         peg.stages[1].peg.proj.bias.fill_(1.)
-        assert not torch.allclose(peg(images)[1], reference[1])
+        peg(images)
+        handle.remove()
+        torch.testing.assert_close(inputs[1] - inputs[0], torch.ones_like(inputs[0]))
     assert peg.get_layer_depth('stages.1.peg.proj.weight') == peg.get_layer_depth('stages.1.blocks.0.ls1.weight')
     assert lpe.get_layer_depth('stages.0.pos_embed.weight')[0] == 0
+
