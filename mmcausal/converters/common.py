@@ -124,3 +124,24 @@ def swiglu_entry(official: Dict[str, Tensor], key: str, renames: Sequence[Tuple[
             return {fused_key: torch.cat([official[key], official[block + SWIGLU_UP]], dim=0)}
     return None
 
+
+def rename_with_fused_swiglu(official: Dict[str, Tensor], renames: Sequence[Tuple[str, str]], expected: str,
+                             rename: Optional[Callable[[str], Optional[str]]] = None) -> Dict[str, Tensor]:
+    """Every tensor of a deit-format VisionLLaMA state dict under its new name (``rename(key)``, by default
+    :func:`rename_key` with ``renames``), the SwiGLU halves fused (:func:`swiglu_entry`).
+
+    Raises:
+        KeyError: on a key without a new name (the message says what was ``expected``), or a lone SwiGLU half.
+    """
+    converted: Dict[str, Tensor] = {}
+    for key, value in official.items():
+        swiglu = swiglu_entry(official, key, renames)
+        if swiglu is not None:
+            converted.update(swiglu)
+            continue
+        new_key = rename(key) if rename is not None else rename_key(key, renames)
+        if new_key is None:
+            raise KeyError(f'Unexpected key {key!r}; expected {expected}.')
+        converted[new_key] = value
+    return converted
+

@@ -26,7 +26,7 @@ from typing import Dict
 
 from torch import Tensor
 
-from .common import rename_key, swiglu_entry
+from .common import rename_with_fused_swiglu
 
 _PARAM = r'\.(weight|bias)$'
 _BLOCK = r'^blocks\.(\d+)\.(\d+)\.'
@@ -50,18 +50,9 @@ def convert_pyramid_visionllama(official: Dict[str, Tensor]) -> Dict[str, Tensor
     Raises:
         KeyError: on a key the official model does not have, or a SwiGLU half without its partner.
     """
-    converted: Dict[str, Tensor] = {}
-    for key, value in official.items():
-        swiglu = swiglu_entry(official, key, _RENAMES)
-        if swiglu is not None:
-            converted.update(swiglu)
-            continue
-        new_key = rename_key(key, _RENAMES)
-        if new_key is None:
-            raise KeyError(f'Unexpected key {key!r} in the Pyramid VisionLLaMA checkpoint; expected the deit model '
-                           '(patch_embeds.<s>.{proj,norm}, blocks.<s>.<j>.{norm1,norm2,gamma_1,gamma_2,attn.*,mlp.*}, '
-                           'norm, head; norm_list.<s> in the dense copies).')
-        converted[new_key] = value
+    converted = rename_with_fused_swiglu(
+        official, _RENAMES, 'the deit Pyramid VisionLLaMA (patch_embeds.<s>.{proj,norm}, blocks.<s>.<j>.{norm1,'
+        'norm2,gamma_1,gamma_2,attn.*,mlp.*}, norm, head; norm_list.<s> in the dense copies)')
     if not any(key.startswith('backbone.stages.') for key in converted):
         raise ValueError('No patch_embeds / blocks weights: not a Pyramid VisionLLaMA checkpoint.')
     return converted

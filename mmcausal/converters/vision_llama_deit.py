@@ -26,11 +26,11 @@ official (deit ``model``)                    mmcausal (``ImageClassifier``: ``Vi
 No RoPE table is stored (the official tables are plain attributes), so nothing depends on the resolution.
 """
 import re
-from typing import Dict
+from typing import Dict, Optional
 
 from torch import Tensor
 
-from .common import rename_key, swiglu_entry
+from .common import rename_key, rename_with_fused_swiglu
 
 _PARAM = r'\.(weight|bias)$'
 _BLOCK = r'^blocks\.(\d+)\.'
@@ -59,19 +59,14 @@ def convert_visionllama_deit(official: Dict[str, Tensor]) -> Dict[str, Tensor]:
         ValueError: if no block is found.
     """
     final_norm = 'backbone.norm' if 'cls_token' in official else 'backbone.pool_norm'
-    converted: Dict[str, Tensor] = {}
-    for key, value in official.items():
-        swiglu = swiglu_entry(official, key, _RENAMES)
-        if swiglu is not None:
-            converted.update(swiglu)
-            continue
+
+    def rename(key: str) -> Optional[str]:
         match = _FINAL_NORM.match(key)
-        new_key = f'{final_norm}.{match.group(1)}' if match else rename_key(key, _RENAMES)
-        if new_key is None:
-            raise KeyError(f'Unexpected key {key!r} in the deit VisionLLaMA checkpoint; expected the official '
-                           'supervised model (cls_token, patch_embed.proj, blocks.<i>.{norm1,norm2,gamma_1,gamma_2,'
-                           'attn.qkv,attn.proj,mlp.*}, norm, head).')
-        converted[new_key] = value
+        return f'{final_norm}.{match.group(1)}' if match else rename_key(key, _RENAMES)
+
+    converted = rename_with_fused_swiglu(
+        official, _RENAMES, 'the official supervised deit VisionLLaMA (cls_token, patch_embed.proj, blocks.<i>.{norm1,'
+        'norm2,gamma_1,gamma_2,attn.qkv,attn.proj,mlp.*}, norm, head)', rename)
     if not any(key.startswith('backbone.layers.') for key in converted):
         raise ValueError('No blocks.<i>.* weights: not a deit VisionLLaMA checkpoint.')
     return converted
