@@ -9,7 +9,7 @@ from typing import Iterator
 from mmpretrain.models import TimmClassifier
 from torch import nn
 
-#: the model names asked for, in order
+#: the names of the models created, in order
 created = []
 
 

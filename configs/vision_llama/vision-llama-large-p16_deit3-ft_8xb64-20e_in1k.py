@@ -8,17 +8,15 @@
 # drop path as in stage 1, fp16 AMP, evaluation at 224 px with crop ratio 1.0. The model, optimizer rules and the
 # mmpretrain components are stage 1's; integer 2D RoPE grows from the stage-1 grid to 14 x 14 (no auto-scaling,
 # as the official model).
-# Random erasing 0.25: the Large command leaves --reprob at main_b.py's default 0.25 (the Base command sets 0).
-_base_ = './vision-llama-large-p16_deit3_8xb256-800e_in1k-128px.py'
+# It is the Base fine-tune (vision-llama-base-p16_deit3-ft_8xb64-20e_in1k.py) with Large's model (as stage 1) and
+# random erasing 0.25: the Large command leaves --reprob at main_b.py's default 0.25 (the Base command sets 0).
+_base_ = './vision-llama-base-p16_deit3-ft_8xb64-20e_in1k.py'
 
 # the 800-epoch checkpoint of stage 1 (the whole classifier, head included, as the official --finetune)
 load_from = 'work_dirs/vision-llama-large-p16_deit3_8xb256-800e_in1k-128px/epoch_800.pth'
+model = dict(backbone=dict(arch='large', drop_path_rate=0.45), head=dict(in_channels=1024))
 
 img_size = 224
-model = dict(
-    backbone=dict(img_size=img_size),
-    head=dict(loss=dict(_delete_=True, type='LabelSmoothLoss', label_smooth_val=0.1, mode='original')))
-
 bgr_mean = [103.53, 116.28, 123.675]
 bgr_std = [57.375, 57.12, 58.395]
 train_pipeline = [
@@ -43,27 +41,4 @@ train_pipeline = [
         fill_std=bgr_std),
     dict(type='PackInputs'),
 ]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ResizeEdge', scale=img_size, edge='short', backend='pillow', interpolation='bicubic'),
-    dict(type='CenterCrop', crop_size=img_size),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=64,
-    dataset=dict(pipeline=train_pipeline),
-    sampler=dict(_delete_=True, type='DefaultSampler', shuffle=True))
-val_dataloader = dict(batch_size=64, dataset=dict(pipeline=test_pipeline))
-test_dataloader = val_dataloader
-
-lr, warmup_epochs, max_epochs = 1e-5, 5, 20
-optim_wrapper = dict(optimizer=dict(_delete_=True, type='AdamW', lr=lr, weight_decay=0.1, eps=1e-8, betas=(0.9, 0.999)))
-# timm's cosine ends at its min_lr 1e-5, which equals this lr: flat after the warm-up
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6 / lr, by_epoch=True, begin=0, end=warmup_epochs,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=warmup_epochs, end=max_epochs,
-         T_max=max_epochs - warmup_epochs, convert_to_iter_based=True),
-]
-train_cfg = dict(max_epochs=max_epochs)
-auto_scale_lr = dict(base_batch_size=512)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
