@@ -5,7 +5,6 @@ SwiGLU written from Meta's ``llama/model.py`` (complex rotation of interleaved p
 ``rotate_half`` formulation, restricted to the selected heads, rotary pairs and channels with LLaMA's own
 frequencies, never importing mmcausal.
 """
-import importlib.util
 import math
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from safetensors.torch import save_file
 
 from mmcausal.converters.llama2illama import (
     LlamaCheckpointError,
@@ -160,20 +160,23 @@ def hf_layer(state, layer):
 # --- fixtures -------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope='module')
 def checkpoints(tmp_path_factory):
-    """The synthetic LLaMA in Meta's layout (``consolidated.00.pth`` + ``params.json``) and in Hugging Face's (a
-    torch state dict ``pytorch_model.bin`` + ``config.json``; the safetensors package is not a test dependency)."""
+    """The synthetic LLaMA in Meta's layout (``consolidated.00.pth`` + ``params.json``) and in Hugging Face's, as a
+    torch state dict (``pytorch_model.bin``) and as ``model.safetensors``, each with a ``config.json``."""
     root = tmp_path_factory.mktemp('llama')
     meta = meta_llama(**TEACHER)
-    meta_dir, hf_dir = root / 'meta', root / 'hf'
-    meta_dir.mkdir()
-    hf_dir.mkdir()
+    meta_dir, hf_dir, st_dir = root / 'meta', root / 'hf', root / 'hf_safetensors'
+    for folder in (meta_dir, hf_dir, st_dir):
+        folder.mkdir()
     torch.save({k: v.half() for k, v in meta.items()}, meta_dir / 'consolidated.00.pth')
     (meta_dir / 'params.json').write_text('{"dim": 112, "n_heads": 7, "n_layers": 5, "norm_eps": 1e-05}')
     hf = to_hf(meta, TEACHER['heads'], TEACHER['kv_heads'])
     torch.save({k: v.half() for k, v in hf.items()}, hf_dir / 'pytorch_model.bin')
-    (hf_dir / 'config.json').write_text('{"hidden_size": 112, "num_attention_heads": 7}')
+    save_file({k: v.half().contiguous() for k, v in hf.items()}, str(st_dir / 'model.safetensors'))
+    for folder in (hf_dir, st_dir):
+        (folder / 'config.json').write_text('{"hidden_size": 112, "num_attention_heads": 7}')
     return dict(meta=(meta_dir, {k: v.half() for k, v in meta.items()}),
-                hf=(hf_dir, {k: v.half() for k, v in hf.items()}))
+                hf=(hf_dir, {k: v.half() for k, v in hf.items()}),
+                hf_safetensors=(st_dir, {k: v.half() for k, v in hf.items()}))
 
 
 def _converted(folder, **kwargs):
@@ -193,7 +196,7 @@ def test_select_indices_is_the_uniform_rule():
         select_indices(3, 4)
 
 
-@pytest.mark.parametrize('layout', ['meta', 'hf'])
+@pytest.mark.parametrize('layout', ['meta', 'hf', 'hf_safetensors'])
 def test_selected_rows_and_layers(checkpoints, layout):
     folder, raw = checkpoints[layout]
     state, plan, _ = _converted(folder)
@@ -223,7 +226,7 @@ def test_layer_selection_uniform_and_element_selection_first(checkpoints):
     assert (plan['residual'], plan['heads'], plan['pairs']) == (list(range(24)), [0, 1, 2], [0, 1, 2, 3])
 
 
-@pytest.mark.parametrize('layout', ['meta', 'hf'])
+@pytest.mark.parametrize('layout', ['meta', 'hf', 'hf_safetensors'])
 def test_attention_and_swiglu_equal_llama_restricted_to_the_selection(checkpoints, layout):
     folder, raw = checkpoints[layout]
     _, plan, model = _converted(folder)
@@ -231,7 +234,7 @@ def test_attention_and_swiglu_equal_llama_restricted_to_the_selection(checkpoint
     angles = model.rope.angles(torch.arange(9)).double()
     for block, layer in enumerate(plan['layers']):
         weights = meta_layer(raw, layer) if layout == 'meta' else hf_layer(raw, layer)
-        expected = llama_attention(x, weights, layout, HEADS, PAIRS, RESIDUAL, 7, 7, 16)
+        expected = llama_attention(x, weights, 'meta' if layout == 'meta' else 'hf', HEADS, PAIRS, RESIDUAL, 7, 7, 16)
         with torch.no_grad():
             got = model.layers[block].attn.attend(x, angles)
             ffn = model.layers[block].ffn(x)
@@ -239,9 +242,10 @@ def test_attention_and_swiglu_equal_llama_restricted_to_the_selection(checkpoint
         torch.testing.assert_close(ffn, llama_ffn(x, weights, HIDDEN, RESIDUAL), rtol=1e-10, atol=1e-10)
 
 
-def test_meta_and_hf_layouts_give_the_same_weights(checkpoints):
+@pytest.mark.parametrize('layout', ['hf', 'hf_safetensors'])
+def test_meta_and_hf_layouts_give_the_same_weights(checkpoints, layout):
     meta_state, _, _ = _converted(checkpoints['meta'][0])
-    hf_state, _, _ = _converted(checkpoints['hf'][0])
+    hf_state, _, _ = _converted(checkpoints[layout][0])
     assert meta_state.keys() == hf_state.keys()
     assert all(torch.equal(meta_state[k], hf_state[k]) for k in meta_state)
 
@@ -289,18 +293,22 @@ def test_too_small_a_llama_is_refused(checkpoints):
         convert_llama2illama(read_llama_checkpoint(str(checkpoints['meta'][0])), 'tiny')
 
 
-def test_safetensors_needs_its_package_or_reads_lazily(tmp_path, checkpoints):
-    path = tmp_path / 'model.safetensors'
-    hf = {k: v.contiguous() for k, v in checkpoints['hf'][1].items()}
-    if importlib.util.find_spec('safetensors') is None:
-        path.write_bytes(b'\0' * 16)
-        with pytest.raises(LlamaCheckpointError, match='pip install safetensors'):
-            read_llama_checkpoint(str(path))
-        return
-    from safetensors.torch import save_file
-    save_file(hf, str(path))
-    source = read_llama_checkpoint(str(path), num_heads=7)
+def test_safetensors_are_read_lazily(checkpoints):
+    """Only the selected layers' tensors leave the file: not the embeddings, the language head or layers 2-4."""
+    source = read_llama_checkpoint(str(checkpoints['hf_safetensors'][0] / 'model.safetensors'))
     assert (source.layout, source.num_layers, source.num_heads) == ('hf', 5, 7)
+    read, fetch = [], source._fetch
+    source._fetch = lambda key: read.append(key) or fetch(key)
+    convert_llama2illama(source, STUDENT, img_size=32, patch_size=8, mask_mode='causal')
+    assert read and all(key.startswith(('model.layers.0.', 'model.layers.1.')) for key in read)
+
+
+def test_safetensors_need_their_package(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, 'safetensors', None)
+    path = tmp_path / 'model.safetensors'
+    path.write_bytes(b'\0' * 16)
+    with pytest.raises(LlamaCheckpointError, match='pip install safetensors'):
+        read_llama_checkpoint(str(path))
 
 
 def test_cli_converts_a_meta_checkpoint_for_illama_tiny(tmp_path):
@@ -323,3 +331,24 @@ def test_cli_converts_a_meta_checkpoint_for_illama_tiny(tmp_path):
                          cwd=ROOT, timeout=300)
     assert missing.returncode == 1 and missing.stderr.strip().splitlines() == [
         f"llama2illama: {str(tmp_path / 'none.pth')!r} does not exist."]
+
+
+def test_cli_converts_a_hugging_face_safetensors_checkpoint_for_illama_tiny(tmp_path):
+    """Through the tool: the same 14-layer LLaMA in Hugging Face's layout, as ``model.safetensors`` with its
+    ``config.json``, gives the weights of its Meta layout, and the file loads strictly into an iLLaMA-T backbone."""
+    meta = {k: v.half() for k, v in meta_llama(dim=192, heads=3, kv_heads=3, hidden=512, layers=14).items()}
+    save_file({k: v.contiguous() for k, v in to_hf(meta, 3, 3).items()}, str(tmp_path / 'model.safetensors'))
+    (tmp_path / 'config.json').write_text('{"hidden_size": 192, "num_attention_heads": 3}')
+    dst = tmp_path / 'illama-tiny_llama2-ws.pth'
+    result = run_python([sys.executable, str(CONVERTER), str(tmp_path / 'model.safetensors'), str(dst), '--arch',
+                         'tiny'], cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert 'LLaMA (hf layout): 14 layers, 3 heads of 64' in result.stdout
+    state = torch.load(dst, weights_only=True)['state_dict']
+    model = ILLaMA(arch='tiny', img_size=224, mask_mode='official')
+    model.load_state_dict({k[len('backbone.'):]: v for k, v in state.items()}, strict=True)
+    meta_dir = tmp_path / 'meta'
+    meta_dir.mkdir()
+    torch.save(meta, meta_dir / 'consolidated.00.pth')
+    expected, _ = convert_llama2illama(read_llama_checkpoint(str(meta_dir), num_heads=3), 'tiny')
+    assert state.keys() == expected.keys() and all(torch.equal(state[k], expected[k]) for k in expected)

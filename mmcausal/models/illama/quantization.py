@@ -8,12 +8,21 @@ straight-through rounding and the step-size gradient, scaled by ``1 / sqrt(N * Q
 start from the full-precision statistics, ``s = 2 * mean(|x|) / sqrt(Q_p)`` (weights per channel, activations from
 the first batch), computed at the layer's first forward, i.e. after the full-precision checkpoint is loaded.
 
-What of Q-ViT is implemented: the LSQ-style learnable step sizes it builds on (its baseline). What is not: its
-head-wise bit-width search, the information rectification module and the distribution-guided distillation. The
-paper quantizes at 8 bits, where the LSQ baseline is already close to full precision, and its QAT recipe (Table 15)
-has no teacher; those parts are Q-ViT's remedies for 2-4 bits.
+The official QAT model (``models/doit22_quant.py`` with ``quantization/Quant.py`` of the iLLaMA repository) goes
+further: its ``LinearQ`` layers (qkv, proj and the three SwiGLU linears; per-output-channel weights, LSQ steps)
+quantize their inputs per input channel with ``ActQ``, an *asymmetric* quantizer with a learnable step and a
+learnable zero point per channel (unsigned levels when the first batch is non-negative); the same ``ActQ``, one step
+and zero point per head, also quantizes q, k, v after RoPE and the softmax attention map; and its attention adds an
+RMSNorm (learnable weight) on q and on k per head before their quantizers, which the full-precision iLLaMA does not
+have (close to Q-ViT's information rectification, which normalises q and k there). It has no head-wise bit-widths
+and no distillation. What is here instead: every block
+linear at 8 or 4 bits through torch's learnable fake quantizers, per-tensor symmetric inputs, and an exact integer
+inference form. A real int8 GEMM takes one input scale per tensor (a per-input-channel scale does not factor out
+of the sum over input channels) and a zero point of 0 spares it a correction term; the attention products stay in
+float inside SDPA (its fused kernels have no int8 form); a q/k norm would change the architecture of the
+full-precision checkpoint the QAT configs start from. The patch embedding, the norms and the head stay in full
+precision, as in the official code.
 
-The patch embedding, the norms, the attention product and the head stay in full precision, as in the paper.
 Enable with the backbone argument ``qat=dict(bits=8)``; without it the model and its state dict are unchanged. With
 it, each swapped layer adds ``weight_fake_quant.*`` and ``input_fake_quant.*`` keys (step size, zero point, flags):
 a full-precision checkpoint loads into it with those keys missing (they are then initialised as above), and a QAT
