@@ -296,6 +296,10 @@ RECIPES = {
     'illama/illama-tiny-p16_32xb128_in1k.py': _imagenet(5),
     'illama/illama-small-p16_32xb128_in1k.py': _imagenet(5),
     'illama/illama-base-p16_32xb128_in1k.py': _imagenet(50),
+    # Table 18: the same recipes from LLaMA-2 weight selection (only the backbone's init differs)
+    'illama/illama-tiny-p16_llama2-ws_32xb128_in1k.py': _imagenet(5),
+    'illama/illama-small-p16_llama2-ws_32xb128_in1k.py': _imagenet(5),
+    'illama/illama-base-p16_llama2-ws_32xb128_in1k.py': _imagenet(50),
     'illama/upernet_illama-tiny-p16_8xb2-160k_ade20k-512x512.py': _upernet_illama(),
     'illama/upernet_illama-base-p16_8xb2-160k_ade20k-512x512.py': _upernet_illama(),
     # ours (no paper result): ViTDet-B's recipe, mmdet's LSJ 100 epochs = 25 x a 4x repeated dataset
@@ -458,6 +462,30 @@ RECIPES.update({
        for data, e, lr in (('cifar10', 1000, 1e-5), ('cifar100', 1000, 1e-5), ('flowers102', 1000, 1e-4),
                            ('stanford-cars', 1000, 1e-4), ('inat2018', 360, 1e-4), ('inat2019', 360, 1e-4))},
 })
+
+
+# De-focus Table 9 (OpenCLIP's recipe): AdamW 5e-4, betas (0.9, 0.98), wd 0.1, batch 32768, 32 epochs of 400M
+# pairs, 20k warm-up iterations, cosine per iteration to the end, bf16 AMP
+_CLIP_ITERS = 32 * (400_000_000 // 32768)
+RECIPES.update({
+    f'defocus/clip_{tower}_128xb256-32e_laion400m.py':
+    ('mmpretrain', 'AdamW', 5e-4, 0.1, (0.9, 0.98), None, None, 32768,
+     [('LinearLR', 0, 20000), ('CosineAnnealingLR', 20000, _CLIP_ITERS)], ('epochs', 32), True)
+    for tower in ('defocus-mamba-base-p32', 'vit-base-p32')
+})
+
+
+@pytest.mark.parametrize('tower,params', [('defocus-mamba-base-p32', 161.9e6), ('vit-base-p32', 151.3e6)])
+def test_clip_configs_have_the_papers_parameter_count(tower, params):
+    """Table 3: 161.9M for De-focus Mamba-B/32, 151.3M for the ViT-B/32 baseline (OpenCLIP's), to the paper's 0.1M;
+    no weight decay on the temperature (OpenCLIP's rule), OpenCLIP's eps, ImageNet zero-shot with OpenAI's 80
+    templates."""
+    cfg = Config.fromfile(str(ROOT / f'configs/defocus/clip_{tower}_128xb256-32e_laion400m.py'))
+    model = build_on_meta(cfg, 'mmpretrain')
+    assert round(sum(p.numel() for p in model.parameters()) / 1e5) == round(params / 1e5)
+    assert cfg.optim_wrapper.paramwise_cfg.custom_keys['logit_scale'] == dict(decay_mult=0.0)
+    assert cfg.optim_wrapper.optimizer.eps == 1e-6 and cfg.train_dataloader.drop_last
+    assert (cfg.model.text_prototype, cfg.model.text_prompt, len(model.prompt)) == ('imagenet', 'openai_imagenet', 80)
 
 
 def test_every_full_config_has_a_recipe_test():

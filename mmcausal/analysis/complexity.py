@@ -16,6 +16,8 @@ What is counted, per kind of config (inference, batch 1, no test-time augmentati
 * segmentors: the whole network in tensor mode (backbone, neck, decode head; no auxiliary head) at the crop size;
   a multi-scale + flip test config counts one pass of its model (it runs one per scale and flip);
 * detectors: ``extract_feat`` (backbone and neck) at the test scale: the heads' cost depends on the proposals;
+* CLIP (``ContrastiveCLIP``): ``extract_feat`` of one image and one caption of ``context_length`` ids (both towers
+  and projections: what one image-text pair costs; OpenCLIP reports the two towers' sum too);
 * DiT / SiT: one call of the diffusion network ``network(x, t, y)`` on one latent of its training size (sampling
   costs this times the steps, twice with guidance).
 
@@ -134,6 +136,12 @@ def config_flops(cfg: Union[str, Config], size: Optional[Tuple[int, int]] = None
         inputs = (torch.zeros(1, network.in_channels, *size), torch.zeros(1, dtype=torch.long),
                   torch.zeros(1, dtype=torch.long))
         part = 'network'
+    elif 'text_backbone' in cfg.model:
+        mask = model.build_attention_mask()  # mmpretrain keeps the causal text mask outside the buffers: still meta
+        for block in model.transformer.resblocks:
+            block.attn_mask = mask
+        inputs = (torch.zeros(1, 3, *size), torch.zeros(1, model.context_length, dtype=torch.long))
+        part = 'features'
     else:
         inputs = (torch.zeros(1, 3, *size), )
         part = 'segmentor' if hasattr(model, 'decode_head') else 'features'

@@ -26,6 +26,8 @@ module                         patches
 :mod:`.deterministic_cublas`   ``set_random_seed`` in ``mmengine.runner(.utils)``, ``mmengine.runner.runner``
 :mod:`.optimizer_param_groups` ``OptimWrapper.__init__``
 :mod:`.transform_file_errors`  ``BaseTransform.__call__`` (mmcv data transforms)
+:mod:`.mmpretrain_clip`        ``CLIPZeroShot``'s placeholder in ``mmpretrain.registry.MODELS`` (imported on use by
+                               :mod:`mmcausal.models.clip`, not applied here)
 =============================  ===================================================================================
 
 Every shim marks what it installs (:mod:`.patching`), so applying it again changes nothing.

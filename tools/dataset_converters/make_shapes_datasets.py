@@ -1,9 +1,9 @@
-"""Generate the synthetic shapes datasets (ImageNet-, ADE20K- and COCO-like) used by configs and tests.
+"""Generate the synthetic shapes datasets (ImageNet-, ADE20K-, COCO-like, captions, ...) used by configs and tests.
 
 Usage, from the repository root::
 
     python tools/dataset_converters/make_shapes_datasets.py --out data/shapes [--seed 0] \
-        [--which imagenet ade20k coco cue-conflict cifar10 cifar100] [--style v1|v2|v3] [--coco-val N] \
+        [--which imagenet ade20k coco cue-conflict cifar10 cifar100 captions] [--style v1|v2|v3] [--coco-val N] \
         [--cue-conflict-per-pair N]
 
 writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default sizes of :mod:`mmcausal.datasets.shapes`
@@ -13,8 +13,11 @@ writes ``<out>/imagenet``, ``<out>/ade20k`` and ``<out>/coco`` with the default 
 ``--cue-conflict-per-pair`` images per ordered class pair), drawn only on request, as are ``--which cifar10`` /
 ``cifar100``: ``<out>/cifar10/cifar-10-batches-py`` and ``<out>/cifar100/cifar-100-python``, the python files of
 CIFAR-10 / CIFAR-100 holding 32 px shape images (:mod:`mmcausal.datasets.shapes.cifar`, read by mmcausal's
-``UncheckedCIFAR10`` / ``UncheckedCIFAR100``). ``--style v2`` / ``v3`` draw the independent second and third styles (see
-:mod:`mmcausal.datasets.shapes.styles`). Datasets already generated with the same parameters are left as they are.
+``UncheckedCIFAR10`` / ``UncheckedCIFAR100``), and ``--which captions``: ``<out>/captions``, captioned images of 1-3
+shapes for contrastive image-text pre-training as an image folder with ``.txt`` captions, OpenCLIP tsv files,
+webdataset shards and mmpretrain ann files (:mod:`mmcausal.datasets.shapes.captions`, read by mmcausal's
+``ImageTextDataset`` / ``WebDatasetImageText``). ``--style v2`` / ``v3`` draw the independent second and third styles
+(see :mod:`mmcausal.datasets.shapes.styles`). Datasets already generated with the same parameters are left as they are.
 
 The generator package is loaded from its folder with :mod:`importlib` instead of ``import mmcausal...``:
 importing the package runs ``mmcausal/__init__.py``, which imports torch and the OpenMMLab libraries.
@@ -34,7 +37,7 @@ SHAPES_DIR = osp.normpath(osp.join(osp.dirname(osp.abspath(__file__)), '..', '..
 STANDALONE_NAME = 'mmcausal_shapes_standalone'
 DATASETS = ('imagenet', 'ade20k', 'coco')
 #: sets drawn only on request
-EXTRA_DATASETS = ('cue-conflict', 'cifar10', 'cifar100')
+EXTRA_DATASETS = ('cue-conflict', 'cifar10', 'cifar100', 'captions')
 
 
 def load_shapes_module() -> ModuleType:
@@ -55,8 +58,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--out', default='data/shapes', help='output folder (default: data/shapes)')
     parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
     parser.add_argument('--which', nargs='+', choices=DATASETS + EXTRA_DATASETS, default=list(DATASETS),
-                        help='datasets to generate (default: imagenet ade20k coco; cue-conflict, cifar10, cifar100 on '
-                             'request)')
+                        help='datasets to generate (default: imagenet ade20k coco; cue-conflict, cifar10, cifar100, '
+                             'captions on request)')
     parser.add_argument('--style', choices=('v1', 'v2', 'v3'), default='v1',
                         help='v1: the embedded data (default); v2, v3: independent draws with other statistics')
     parser.add_argument('--coco-val', type=int, default=16, help='COCO validation images (default: 16)')
@@ -89,7 +92,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     makers = {'imagenet': shapes.make_imagenet_like, 'ade20k': shapes.make_ade20k_like,
               'coco': shapes.make_coco_like, 'cue-conflict': cue_conflict.make_cue_conflict_like,
               'cifar10': partial(shapes.make_cifar_like, variant='cifar10'),
-              'cifar100': partial(shapes.make_cifar_like, variant='cifar100')}
+              'cifar100': partial(shapes.make_cifar_like, variant='cifar100'),
+              'captions': shapes.make_captioned_like}
     for name in args.which:
         sizes = dict(coco=dict(num_val=args.coco_val),
                      **{'cue-conflict': dict(num_per_pair=args.cue_conflict_per_pair)}).get(name, {})

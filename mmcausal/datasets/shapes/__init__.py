@@ -1,4 +1,4 @@
-"""Tiny synthetic "shapes" datasets in the on-disk layouts of ImageNet, ADE20K, COCO and CIFAR.
+"""Tiny synthetic "shapes" datasets in the on-disk layouts of ImageNet, ADE20K, COCO, CIFAR and image-text data.
 
 The datasets let configs, tests and smoke trainings run through the stock dataset classes of
 mmpretrain (``ImageNet``/``CustomDataset``, the ``CIFAR10``/``CIFAR100`` loaders), mmsegmentation
@@ -19,6 +19,9 @@ Layouts and label conventions (the writers :mod:`.imagenet`, :mod:`.ade20k`, :mo
   for ``SHAPE_CLASSES[i]``.
 * :func:`make_cifar_like` -- 32 x 32 images of one shape in the python-pickle files of CIFAR-10 or CIFAR-100
   (:mod:`.cifar`), label = index in :data:`SHAPE_CLASSES`.
+* :func:`make_captioned_like` -- 1-3 shapes of one class in one named colour per image with an English caption
+  (:mod:`.captions`), as img2dataset's folder layout, an OpenCLIP tsv, webdataset shards and an mmpretrain ann file;
+  its words are :data:`CAPTION_WORDS`.
 
 Three independent styles (``style=``, :mod:`.styles`) draw the same classes into the same file layouts, each
 from its own random streams: ``'v1'`` (default, :mod:`.style_v1`: light fills on dark textures, +-20 degree
@@ -34,6 +37,7 @@ Only numpy, Pillow and the standard library are used (no torch), so the generato
 environment exists.
 """
 from .ade20k import ADE20K_CLASSES, make_ade20k_like
+from .captions import CAPTION_WORDS, make_captioned_like
 from .cifar import CIFAR_LAYOUTS, make_cifar_like
 from .coco import make_coco_like
 from .geometry import SHAPE_CLASSES, make_polygon, polygon_area, polygon_mask
@@ -41,6 +45,7 @@ from .imagenet import make_imagenet_like
 from .styles import STYLES
 
 __all__ = [
-    'ADE20K_CLASSES', 'CIFAR_LAYOUTS', 'SHAPE_CLASSES', 'STYLES', 'make_ade20k_like', 'make_cifar_like',
-    'make_coco_like', 'make_imagenet_like', 'make_polygon', 'polygon_area', 'polygon_mask'
+    'ADE20K_CLASSES', 'CAPTION_WORDS', 'CIFAR_LAYOUTS', 'SHAPE_CLASSES', 'STYLES', 'make_ade20k_like',
+    'make_captioned_like', 'make_cifar_like', 'make_coco_like', 'make_imagenet_like', 'make_polygon', 'polygon_area',
+    'polygon_mask'
 ]

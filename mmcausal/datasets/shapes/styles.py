@@ -12,7 +12,7 @@ from . import style_v1, style_v2, style_v3
 STYLES = ('v1', 'v2', 'v3')
 _MODULES = dict(v1=style_v1, v2=style_v2, v3=style_v3)
 SPLITS = ('train', 'val')
-_DATASET_IDS = {'imagenet': 0, 'ade20k': 1, 'coco': 2, 'cifar': 4}  # 3: the cue-conflict set's
+_DATASET_IDS = {'imagenet': 0, 'ade20k': 1, 'coco': 2, 'cifar': 4, 'captions': 5}  # 3: the cue-conflict set's
 
 
 def get_style(style: str) -> ModuleType:
