@@ -56,8 +56,9 @@ train_dataloader = dict(
     sampler=None,  # an iterable dataset: shards are split over processes and workers by the dataset
     collate_fn=dict(type='default_collate'),
     drop_last=True,  # every process contrasts the same number of pairs
+    # on_error='skip': a web-scale download holds the odd broken image; it is left out with a warning
     dataset=dict(type='WebDatasetImageText', data_root='data/laion400m', urls='{00000..41407}.tar',
-                 num_samples=num_samples, shuffle_buffer=5000, pipeline=train_pipeline))
+                 num_samples=num_samples, shuffle_buffer=5000, on_error='skip', pipeline=train_pipeline))
 val_dataloader = dict(
     batch_size=64,
     num_workers=8,
@@ -94,3 +95,4 @@ val_cfg = dict()
 test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=global_batch)
 default_hooks = dict(checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3))
+custom_hooks = [dict(type='DatasetEpochHook')]  # the shards' order of epoch e, also after resuming

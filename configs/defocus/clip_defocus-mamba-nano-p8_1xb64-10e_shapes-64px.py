@@ -5,7 +5,7 @@
 # global-batch InfoNCE), same optimizer rules and warm-up + cosine schedule; the sizes, the data (a caption table
 # read by ImageTextDataset instead of webdataset shards), a word tokenizer for the captions' 32 words, the lr and no
 # AMP differ. Evaluation: zero-shot classification of the held-out split into the 4 shape classes with the prompt
-# "a photo of a {class}" (chance: 25%).
+# "a photo of a {class}." and five other templates of the captions, averaged (chance: 25%).
 _base_ = ['./clip_defocus-mamba-base-p32_128xb256-32e_laion400m.py']
 
 data_root = 'data/shapes/captions'

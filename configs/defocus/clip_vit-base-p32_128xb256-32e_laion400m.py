@@ -13,5 +13,7 @@ model = dict(
                          pre_norm=True, patch_cfg=dict(bias=False), final_norm=True, out_type='cls_token'),
     text_backbone=dict(width=512, layers=12, heads=8),
     transformer_width=512)
-optim_wrapper = dict(paramwise_cfg=dict(custom_keys={'logit_scale': dict(decay_mult=0.0)}, _delete_=True,
-                                        norm_decay_mult=0.0, bias_decay_mult=0.0, flat_decay_mult=0.0))
+# OpenCLIP's no-decay rule: gains, biases, the temperature and the (1-D in OpenCLIP) class embedding
+optim_wrapper = dict(paramwise_cfg=dict(
+    _delete_=True, norm_decay_mult=0.0, bias_decay_mult=0.0, flat_decay_mult=0.0,
+    custom_keys={'logit_scale': dict(decay_mult=0.0), 'cls_token': dict(decay_mult=0.0)}))

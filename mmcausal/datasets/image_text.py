@@ -13,6 +13,7 @@ import csv
 import os
 import os.path as osp
 import tarfile
+import warnings
 from itertools import islice
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
@@ -153,7 +154,8 @@ class WebDatasetImageText(IterableDataset):
     therefore starts after ``LoadImageFromFile``) runs on it.
 
     Splitting and order, per epoch ``e`` (the number of earlier ``__iter__`` calls of the same DataLoader worker,
-    counted in shared memory so that it also advances with non-persistent workers; :meth:`set_epoch` sets it):
+    counted in shared memory so that it also advances with non-persistent workers; :meth:`set_epoch` sets it, which
+    ``custom_hooks=[dict(type='DatasetEpochHook')]`` does before every epoch, so a resumed run continues the order):
 
     * ``resampled=False``: the shards (shuffled with ``(seed, e)`` when ``shuffle_buffer > 0``) are split over the
       ranks (``shards[rank::world_size]``) and then the DataLoader workers; every worker needs at least one shard.
@@ -162,9 +164,15 @@ class WebDatasetImageText(IterableDataset):
     * ``shuffle_buffer > 0``: samples pass through a shuffle buffer of that size (0: shard order).
 
     An epoch holds ``num_samples`` samples over all processes (OpenCLIP's ``--train-num-samples``): ``len()`` is
-    ``num_samples // world_size``, split evenly over the workers; a worker stops early when its shards run out
-    (``resampled=False``). For exact epochs choose ``num_samples`` a multiple of ``batch_size * num_workers *
-    world_size`` (otherwise the workers' last partial batches exceed ``len(dataloader)``, which torch warns about).
+    ``num_samples // world_size``, split evenly over the workers. Every worker yields exactly its share, going round
+    its shards again where they hold fewer samples (shards never split evenly over ranks x workers, and a process
+    that ran out early would leave the others waiting in the loss's ``all_gather``). With ``drop_last=True`` each
+    worker drops its last partial batch, so an epoch is ``len(dataloader)`` batches only when ``num_samples`` is a
+    multiple of ``batch_size * num_workers * world_size``; a few batches fewer otherwise.
+
+    ``on_error='skip'`` (OpenCLIP's ``log_and_continue``, for web-scale shards with the odd broken file) leaves out a
+    sample that cannot be decoded, or the rest of a shard that cannot be read, with a warning naming it; ``'raise'``
+    stops with one line naming shard and key.
 
     The dataloader config for mmengine's Runner (it pops ``sampler`` without a default, and an iterable dataset takes
     none)::
@@ -193,6 +201,7 @@ class WebDatasetImageText(IterableDataset):
         text_key: Member extension of the caption (UTF-8).
         label_key: Member extension of an integer class label (``gt_label``), read where present; ``None``: never.
         metainfo: Returned as :attr:`metainfo` (e.g. ``dict(classes=...)``).
+        on_error: ``'raise'`` or ``'skip'`` (above).
     """
 
     def __init__(self,
@@ -206,7 +215,8 @@ class WebDatasetImageText(IterableDataset):
                  image_keys: Sequence[str] = ('jpg', 'jpeg', 'png', 'webp'),
                  text_key: str = 'txt',
                  label_key: Optional[str] = 'cls',
-                 metainfo: Optional[dict] = None) -> None:
+                 metainfo: Optional[dict] = None,
+                 on_error: str = 'raise') -> None:
         webdataset = _import_webdataset()
         name = type(self).__name__
         if not isinstance(num_samples, int) or num_samples < 1:
@@ -223,6 +233,9 @@ class WebDatasetImageText(IterableDataset):
         if missing:
             raise DatasetNotFoundError(f'{name}: shard {missing[0]!r} does not exist ({len(missing)} of '
                                        f'{len(self.shards)} missing). Fix urls / data_root ({GENERATE_HINT}).')
+        if on_error not in ('raise', 'skip'):
+            raise ConfigValueError(f"{name}: on_error must be 'raise' or 'skip', got {on_error!r}.")
+        self.on_error = on_error
         self.num_samples, self.shuffle_buffer, self.seed, self.resampled = num_samples, shuffle_buffer, seed, resampled
         self.image_keys, self.text_key, self.label_key = tuple(image_keys), text_key, label_key
         self._metainfo = dict(metainfo or {})
@@ -241,12 +254,14 @@ class WebDatasetImageText(IterableDataset):
         """Make the next ``__iter__`` of every worker read epoch ``epoch`` (e.g. after resuming)."""
         self._epochs.fill_(epoch)
 
-    def _worker_shards(self, epoch: int, rank: int, world_size: int, worker: int, num_workers: int) -> Iterator[str]:
-        """The shards one worker reads in ``epoch``, in order (endless when resampled)."""
+    def _worker_rounds(self, epoch: int, rank: int, world_size: int, worker: int,
+                       num_workers: int) -> Iterator[Iterable[str]]:
+        """The shards one worker reads in ``epoch``, as rounds: its share of the shards again and again (one endless
+        round of draws with replacement when resampled)."""
         if self.resampled:
             rng = np.random.default_rng([self.seed, epoch, rank, worker])
-            while True:
-                yield self.shards[int(rng.integers(len(self.shards)))]
+            yield (self.shards[int(rng.integers(len(self.shards)))] for _ in iter(int, 1))
+            return
         order = list(self.shards)
         if self.shuffle_buffer:
             np.random.default_rng([self.seed, epoch]).shuffle(order)
@@ -255,13 +270,14 @@ class WebDatasetImageText(IterableDataset):
             raise ConfigValueError(f'{type(self).__name__}: {len(self.shards)} shards cannot be split over '
                                    f'{world_size} rank(s) x {num_workers} worker(s). Write more shards, use fewer '
                                    'workers, or set resampled=True.')
-        yield from mine
+        while True:  # its quota is reached even where its shards hold fewer samples (uneven splits)
+            yield mine
 
     def _read_shard(self, url: str) -> Iterator[dict]:
         """The grouped members (``__key__``, ``__url__``, ``<ext>: bytes``) of one shard."""
         webdataset = _import_webdataset()
         samples = iter(webdataset.tariterators.tarfile_samples([dict(url=url)]))
-        count = 0
+        count, detail = 0, None
         while True:
             try:
                 sample = next(samples)
@@ -269,13 +285,35 @@ class WebDatasetImageText(IterableDataset):
                 break
             except (tarfile.TarError, OSError, ValueError) as error:
                 detail = error.args[0] if error.args else type(error).__name__
-                raise DatasetFormatError(f'{type(self).__name__}: shard {url!r} cannot be read ({detail}). Rewrite '
-                                         'it or drop it from urls.') from None
+                break
             count += 1
             yield sample
-        if not count:
-            raise DatasetFormatError(f'{type(self).__name__}: shard {url!r} holds no samples. Rewrite it or drop it '
-                                     'from urls.')
+        if detail is not None:
+            self._fail(f'{type(self).__name__}: shard {url!r} cannot be read ({detail}). Rewrite it or drop it from '
+                       'urls.')
+        elif not count:
+            self._fail(f'{type(self).__name__}: shard {url!r} holds no samples. Rewrite it or drop it from urls.')
+
+    def _fail(self, message: str) -> None:
+        """Raise ``message`` as a ``DatasetFormatError``, or warn with it under ``on_error='skip'``."""
+        if self.on_error == 'raise':
+            raise DatasetFormatError(message)
+        warnings.warn(f'{message} Skipped (on_error=skip).', stacklevel=2)
+
+    def _stream(self, rounds: Iterator[Iterable[str]], rng: np.random.Generator) -> Iterator[dict]:
+        """The samples of each round of shards in turn, each round through its own shuffle buffer; stops with one
+        line when a whole round yields no sample."""
+        for shards in rounds:
+            count = 0
+            samples = (sample for url in shards for sample in self._read_shard(url))
+            if self.shuffle_buffer:
+                samples = _buffer_shuffle(samples, self.shuffle_buffer, rng)
+            for sample in samples:
+                count += 1
+                yield sample
+            if not count:
+                raise DatasetFormatError(f'{type(self).__name__}: no shard of this worker yields a readable sample '
+                                         f'({len(self.shards)} shards in urls). Fix urls or the shards.')
 
     def decode(self, sample: dict) -> dict:
         """``LoadImageFromFile``'s results (plus ``text``, ``img_path``, ``gt_label``) of one grouped sample."""
@@ -317,12 +355,21 @@ class WebDatasetImageText(IterableDataset):
         self._epochs[slot] += 1
         per_rank = self.num_samples // world_size
         quota = per_rank // num_workers + int(worker < per_rank % num_workers)
-        samples: Iterable[dict] = (sample for url in self._worker_shards(epoch, rank, world_size, worker, num_workers)
-                                   for sample in self._read_shard(url))
-        if self.shuffle_buffer:
-            rng = np.random.default_rng([self.seed, epoch, rank, worker, 1])
-            samples = _buffer_shuffle(samples, self.shuffle_buffer, rng)
-        for sample in islice(samples, quota):
-            results = self.pipeline(self.decode(sample))
+        rounds = self._worker_rounds(epoch, rank, world_size, worker, num_workers)
+        samples = self._stream(rounds, np.random.default_rng([self.seed, epoch, rank, worker, 1]))
+        for results in islice(self._decoded(samples), quota):
+            results = self.pipeline(results)
             if results is not None:
                 yield results
+
+    def _decoded(self, samples: Iterable[dict]) -> Iterator[dict]:
+        """``decode`` of each sample; with ``on_error='skip'`` a broken one is left out, warned."""
+        for sample in samples:
+            try:
+                results = self.decode(sample)
+            except DatasetFormatError as error:
+                message = str(error)
+            else:
+                yield results
+                continue
+            self._fail(message)

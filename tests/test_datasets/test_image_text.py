@@ -180,3 +180,28 @@ def test_bad_shards_and_settings_are_one_line(root, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, 'webdataset', None)
     with pytest.raises(ImportError, match=r'pip install webdataset==1.0.2 -c requirements/constraints.txt'):
         shard_dataset(root)
+
+
+def test_skipped_samples_and_uneven_shards_still_fill_every_rank(root, tmp_path, monkeypatch):
+    """``on_error='skip'`` leaves a broken sample out with a warning; 3 shards over 2 ranks (2 + 1) still give both
+    ranks ``len()`` samples (the short rank goes round its shard again), so no rank waits for another."""
+    good = (root / 'images/val/val_000000.jpg').read_bytes()
+    write_tar(tmp_path / 'mixed.tar', {'k1.jpg': b'not a jpeg', 'k1.txt': b'a red circle.', 'k2.jpg': good,
+                                       'k2.txt': b'a blue cross.'})
+    with pytest.warns(UserWarning, match='#k1 .jpg is not a readable image'):
+        kept = list(WebDatasetImageText(urls='mixed.tar', data_root=str(tmp_path), num_samples=2, on_error='skip'))
+    assert [sample['text'] for sample in kept] == ['a blue cross.'] * 2
+    for rank in range(2):
+        monkeypatch.setattr(module, 'get_dist_info', lambda rank=rank: (rank, 2))
+        dataset = shard_dataset(root, urls='shards/train-{000000..000002}.tar', num_samples=16)
+        assert len(keys(dataset)) == len(dataset) == 8
+
+
+def test_dataset_epoch_hook_gives_a_resumed_run_its_epochs_order(root):
+    from types import SimpleNamespace
+
+    from mmcausal.engine.hooks import DatasetEpochHook
+    orders = [keys(dataset) for dataset in [shard_dataset(root, shuffle_buffer=6, seed=3)] for _ in range(3)]
+    resumed = shard_dataset(root, shuffle_buffer=6, seed=3)
+    DatasetEpochHook().before_train_epoch(SimpleNamespace(epoch=2, train_dataloader=SimpleNamespace(dataset=resumed)))
+    assert keys(resumed) == orders[2] != orders[0]

@@ -1,3 +1,4 @@
+from .dataset_epoch_hook import DatasetEpochHook
 from .drop_path_schedule_hook import DropPathScheduleHook, drop_path_rate_at
 from .empty_detections_hook import EmptyDetectionsHook, find_score_threshold
 from .sample_grid_hook import SampleGridHook
@@ -5,6 +6,6 @@ from .sharded_ema_hook import ShardedEMAHook
 from .soft_mask_hook import SoftMaskHook, soft_mask_rate_at
 
 __all__ = [
-    'DropPathScheduleHook', 'drop_path_rate_at', 'EmptyDetectionsHook', 'find_score_threshold', 'SoftMaskHook',
-    'soft_mask_rate_at', 'ShardedEMAHook', 'SampleGridHook'
+    'DatasetEpochHook', 'DropPathScheduleHook', 'drop_path_rate_at', 'EmptyDetectionsHook', 'find_score_threshold',
+    'SoftMaskHook', 'soft_mask_rate_at', 'ShardedEMAHook', 'SampleGridHook'
 ]

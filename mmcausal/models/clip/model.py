@@ -15,7 +15,23 @@ import torch.nn.functional as F
 from mmcausal.compat.mmpretrain_clip import import_mmpretrain_clip
 from mmcausal.registry import MODELS
 
-CLIPZeroShot = import_mmpretrain_clip().CLIPZeroShot
+_mmpretrain_clip = import_mmpretrain_clip()
+CLIPZeroShot = _mmpretrain_clip.CLIPZeroShot
+
+
+def _check_zero_shot(text_prototype: Union[str, Sequence[str]], text_prompt: Union[str, Sequence[str]]) -> None:
+    """One line for a prototype or prompt name mmpretrain does not know, or a template without ``{}``."""
+    prototypes, prompts = _mmpretrain_clip.clip.PROTOTYPE_MAP, _mmpretrain_clip.clip.PROMPT_MAP
+    if isinstance(text_prototype, str) and text_prototype not in prototypes:
+        raise ValueError(f'ContrastiveCLIP: text_prototype {text_prototype!r} is none of {sorted(prototypes)}; give '
+                         'one of them or a list of class names.')
+    if isinstance(text_prompt, str):
+        if text_prompt not in prompts:
+            raise ValueError(f'ContrastiveCLIP: text_prompt {text_prompt!r} is none of {sorted(prompts)}; give one of '
+                             "them or a list of templates such as 'a photo of a {}.'.")
+    elif not text_prompt or any('{}' not in template for template in text_prompt):
+        raise ValueError('ContrastiveCLIP: every text_prompt template needs one {} for the class name, e.g. '
+                         "'a photo of a {}.'.")
 
 
 @MODELS.register_module()
@@ -56,6 +72,7 @@ class ContrastiveCLIP(CLIPZeroShot):
                  max_logit_scale: float = 100.0,
                  data_preprocessor: Optional[dict] = None,
                  init_cfg: Optional[dict] = None) -> None:
+        _check_zero_shot(text_prototype, text_prompt)
         templates = None if isinstance(text_prompt, str) else list(text_prompt)
         super().__init__(vision_backbone, projection, dict(text_backbone), tokenizer, vocab_size, transformer_width,
                          proj_dim, context_length, data_preprocessor, init_cfg, text_prototype,

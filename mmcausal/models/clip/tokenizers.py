@@ -87,6 +87,9 @@ class OpenCLIPTokenizer:
     this tokenizer builds without it; tokenizing without it stops with the install command.
     """
 
+    #: ids of CLIP's vocabulary (``<end>`` = 49407), what the text tower's ``vocab_size`` must cover
+    vocab_size = 49408
+
     def __init__(self) -> None:
         self._bpe = None
 

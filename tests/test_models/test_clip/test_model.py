@@ -1,6 +1,8 @@
 """ContrastiveCLIP: the tokenizers, the training step (both towers and the temperature learn, the temperature is
 clamped), the causal text tower, any backbone as the image tower, and zero-shot prototypes that follow the weights."""
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -157,3 +159,23 @@ def test_text_tower_compiles_to_one_graph_with_the_eager_features():
     compiled = torch.compile(model.extract_text_feat, backend='eager', fullgraph=True)
     with torch.no_grad():
         torch.testing.assert_close(compiled(ids), model.extract_text_feat(ids))
+
+
+@pytest.mark.parametrize('overrides,message', [
+    (dict(text_prototype='imagenet1k'), "text_prototype 'imagenet1k' is none of"),
+    (dict(text_prompt='openai'), "text_prompt 'openai' is none of"),
+    (dict(text_prompt=['a photo of a circle.']), 'needs one {} for the class name'),
+    (dict(tokenizer=dict(type='OpenCLIPTokenizer')), 'set vocab_size=49408'),
+])
+def test_bad_zero_shot_and_tokenizer_settings_are_one_line(overrides, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build_clip(**overrides)
+
+
+def test_twin_tokenizer_words_are_the_generators_caption_words():
+    from mmengine.config import Config
+
+    from mmcausal.datasets.shapes import CAPTION_WORDS
+    root = Path(__file__).resolve().parents[3]
+    cfg = Config.fromfile(str(root / 'configs/defocus/clip_defocus-mamba-nano-p8_1xb64-10e_shapes-64px.py'))
+    assert tuple(cfg.model.tokenizer.words) == CAPTION_WORDS  # a word missing here would tokenize as unknown
