@@ -56,6 +56,8 @@ train_dataloader = dict(
                  num_samples=128, shuffle_buffer=32,
                  pipeline=[dict(type='RandomResizedCrop', scale=64, crop_ratio_range=(0.8, 1.0)),
                            dict(type='PackInputs', algorithm_keys=['text'])]))
+val_dataloader = dict(dataset=dict(data_root='{root}'))
+test_dataloader = val_dataloader
 param_scheduler = []
 train_cfg = dict(max_epochs=2, val_interval=100)
 default_hooks = dict(logger=dict(interval=1))
