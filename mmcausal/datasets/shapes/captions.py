@@ -110,7 +110,7 @@ def _backdrop(rng: np.random.Generator, size: int, style: str) -> Tuple[np.ndarr
     if style == 'v1':
         return style_v1.render_background(rng, size), style_v1.NOISE_STD, 0, style_v1.MAX_ROTATION
     if style == 'v2':
-        background = linear_gradient(rng, size, rng.uniform(*style_v2.BACKGROUND_RANGE, size=(2, 3)))
+        background = style_v2.render_background(rng, size)
         width = int(rng.integers(style_v2.OUTLINE_WIDTH[0], style_v2.OUTLINE_WIDTH[1] + 1))
         return background, rng.uniform(*style_v2.NOISE_STD), width, style_v2.MAX_ROTATION
     level = rng.uniform(style_v3.BACKGROUND_LEVELS['light fill'][0], style_v3.BACKGROUND_LEVELS['dark fill'][1])

@@ -66,11 +66,16 @@ def _paint(rng: np.random.Generator, image: np.ndarray, label: int, polygon: np.
     return PaintedShape(label, polygon, mask, border)
 
 
+def render_background(rng: np.random.Generator, size: int) -> np.ndarray:
+    """A ``(size, size, 3)`` float linear gradient between two random colours of :data:`BACKGROUND_RANGE`."""
+    return linear_gradient(rng, size, rng.uniform(*BACKGROUND_RANGE, size=(2, 3)))
+
+
 def _render(rng: np.random.Generator, image_size: int, layout: str,
             label: Optional[int] = None) -> Tuple[Image.Image, List[PaintedShape]]:
     """Render an image of ``layout``: ``label`` fixes the class of a single centred-ish shape (classification);
     otherwise 1-3 shapes (per :data:`LAYOUTS`) are placed at least :data:`GAP` pixels apart."""
-    image = linear_gradient(rng, image_size, rng.uniform(*BACKGROUND_RANGE, size=(2, 3)))
+    image = render_background(rng, image_size)
     noise_std = rng.uniform(*NOISE_STD)
     if label is not None:
         _, area, angle = _shape(rng, image_size, layout, label)
